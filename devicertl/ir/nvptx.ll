@@ -1,0 +1,26 @@
+; What Rust cannot say for nvptx64: team-shared (addrspace 3) memory and CTA-scope ordering.
+; Linked into the runtime bitcode by `cargo xtask devicertl`; see src/arch/nvptx.rs.
+target triple = "nvptx64-nvidia-cuda"
+
+@__rustomp_team_shared = internal addrspace(3) global [TEAM_SHARED_BYTES x i8] undef, align 16
+
+define hidden ptr @__rustomp_team_shared_ptr() #0 {
+  ret ptr addrspacecast (ptr addrspace(3) @__rustomp_team_shared to ptr)
+}
+
+; All threads of the CTA meet; bar.sync orders their memory accesses at CTA scope.
+define hidden void @__rustomp_team_barrier() #1 {
+  call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+  ret void
+}
+
+define hidden void @__rustomp_team_fence() #1 {
+  fence syncscope("block") seq_cst
+  ret void
+}
+
+declare void @llvm.nvvm.barrier.cta.sync.aligned.all(i32) #2
+
+attributes #0 = { alwaysinline nounwind readnone }
+attributes #1 = { alwaysinline convergent nounwind }
+attributes #2 = { convergent nounwind }

@@ -1,0 +1,115 @@
+//! AMD GCN backend (`amdgcn-amd-amdhsa`), code object v5.
+
+unsafe extern "C" {
+    #[link_name = "llvm.amdgcn.workitem.id.x"]
+    fn workitem_id_x() -> u32;
+    #[link_name = "llvm.amdgcn.workgroup.id.x"]
+    fn workgroup_id_x() -> u32;
+    #[link_name = "llvm.amdgcn.mbcnt.lo"]
+    fn mbcnt_lo(mask: u32, base: u32) -> u32;
+    #[link_name = "llvm.amdgcn.mbcnt.hi"]
+    fn mbcnt_hi(mask: u32, base: u32) -> u32;
+    #[link_name = "llvm.amdgcn.ballot.i64"]
+    fn ballot(pred: bool) -> u64;
+    #[link_name = "llvm.amdgcn.ds.bpermute"]
+    fn ds_bpermute(index: u32, value: u32) -> u32;
+    #[link_name = "llvm.amdgcn.wave.barrier"]
+    fn wave_barrier();
+    #[link_name = "llvm.amdgcn.s.memrealtime"]
+    fn memrealtime() -> u64;
+    #[link_name = "llvm.amdgcn.wavefrontsize"]
+    fn wavefrontsize() -> u32;
+    #[link_name = "llvm.trap"]
+    fn llvm_trap() -> !;
+    // Provided by ir/amdgcn.ll.
+    fn __rustomp_team_shared_ptr() -> *mut u8;
+    fn __rustomp_team_barrier();
+    fn __rustomp_team_fence();
+    fn __rustomp_workgroup_size_x() -> u32;
+    fn __rustomp_grid_size_x() -> u32;
+}
+
+// SAFETY (all wrappers below): the work-item registers, the dispatch packet (always present
+// for HSA kernels) and the wave intrinsics have no preconditions beyond being executed by a
+// device thread, which every caller is.
+
+
+#[inline(always)]
+pub fn thread_id_in_block() -> u32 {
+    // SAFETY: see above.
+    unsafe { workitem_id_x() }
+}
+#[inline(always)]
+pub fn num_threads_in_block() -> u32 {
+    // SAFETY: see above (reads the dispatch packet, always present for HSA kernels).
+    unsafe { __rustomp_workgroup_size_x() }
+}
+#[inline(always)]
+pub fn block_id() -> u32 {
+    // SAFETY: see above.
+    unsafe { workgroup_id_x() }
+}
+#[inline(always)]
+pub fn num_blocks() -> u32 {
+    // SAFETY: see above.
+    unsafe { __rustomp_grid_size_x() }.div_ceil(num_threads_in_block())
+}
+#[inline(always)]
+pub fn warp_size() -> u32 {
+    // SAFETY: see above.
+    unsafe { wavefrontsize() }
+}
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    // SAFETY: see above.
+    unsafe { mbcnt_hi(!0, mbcnt_lo(!0, 0)) }
+}
+#[inline(always)]
+pub fn active_mask() -> u64 {
+    // SAFETY: see above.
+    unsafe { ballot(true) }
+}
+/// Lanes of a wavefront run in lock step; this only keeps the compiler from moving memory
+/// operations across it.
+#[inline(always)]
+pub fn sync_warp(_mask: u64) {
+    // SAFETY: see above.
+    unsafe { wave_barrier() }
+}
+#[inline(always)]
+pub fn shuffle_down_u32(_mask: u64, value: u32, delta: u32, width: u32) -> u32 {
+    let lane = lane_id();
+    let segment_end = (lane & !(width - 1)) + width;
+    let source = if lane + delta < segment_end { lane + delta } else { lane };
+    // SAFETY: see above; bpermute takes a byte address of the source lane.
+    unsafe { ds_bpermute(source << 2, value) }
+}
+#[inline(always)]
+pub fn team_barrier() {
+    // SAFETY: see above; every work-item of the workgroup reaches it.
+    unsafe { __rustomp_team_barrier() }
+}
+#[inline(always)]
+pub fn team_fence() {
+    // SAFETY: see above.
+    unsafe { __rustomp_team_fence() }
+}
+#[inline(always)]
+pub fn team_shared() -> *mut u8 {
+    // SAFETY: see above.
+    unsafe { __rustomp_team_shared_ptr() }
+}
+/// The constant 100 MHz real-time counter.
+#[inline(always)]
+pub fn clock_ns() -> u64 {
+    // SAFETY: see above.
+    unsafe { memrealtime() * 10 }
+}
+pub const CLOCK_TICK_SECONDS: f64 = 1.0e-8;
+#[inline(always)]
+pub fn trap() -> ! {
+    // SAFETY: see above.
+    unsafe { llvm_trap() }
+}
+
+pub use crate::memory::heap::{free, malloc};

@@ -1,0 +1,116 @@
+//! NVIDIA PTX backend (`nvptx64-nvidia-cuda`).
+
+unsafe extern "C" {
+    #[link_name = "llvm.nvvm.read.ptx.sreg.tid.x"]
+    fn tid_x() -> u32;
+    #[link_name = "llvm.nvvm.read.ptx.sreg.ntid.x"]
+    fn ntid_x() -> u32;
+    #[link_name = "llvm.nvvm.read.ptx.sreg.ctaid.x"]
+    fn ctaid_x() -> u32;
+    #[link_name = "llvm.nvvm.read.ptx.sreg.nctaid.x"]
+    fn nctaid_x() -> u32;
+    #[link_name = "llvm.nvvm.read.ptx.sreg.laneid"]
+    fn laneid() -> u32;
+    #[link_name = "llvm.nvvm.read.ptx.sreg.globaltimer"]
+    fn globaltimer() -> u64;
+    #[link_name = "llvm.nvvm.activemask"]
+    fn activemask() -> u32;
+    #[link_name = "llvm.nvvm.bar.warp.sync"]
+    fn bar_warp_sync(mask: u32);
+    #[link_name = "llvm.nvvm.shfl.sync.down.i32"]
+    fn shfl_sync_down_i32(mask: u32, value: i32, delta: u32, clamp: u32) -> i32;
+    #[link_name = "llvm.trap"]
+    fn llvm_trap() -> !;
+    // Provided by ir/nvptx.ll.
+    fn __rustomp_team_shared_ptr() -> *mut u8;
+    fn __rustomp_team_barrier();
+    fn __rustomp_team_fence();
+}
+
+// SAFETY (all wrappers below): the PTX special registers and warp intrinsics have no
+// preconditions beyond being executed by a device thread, which every caller is.
+
+#[inline(always)]
+pub fn thread_id_in_block() -> u32 {
+    // SAFETY: see above.
+    unsafe { tid_x() }
+}
+#[inline(always)]
+pub fn num_threads_in_block() -> u32 {
+    // SAFETY: see above.
+    unsafe { ntid_x() }
+}
+#[inline(always)]
+pub fn block_id() -> u32 {
+    // SAFETY: see above.
+    unsafe { ctaid_x() }
+}
+#[inline(always)]
+pub fn num_blocks() -> u32 {
+    // SAFETY: see above.
+    unsafe { nctaid_x() }
+}
+#[inline(always)]
+pub fn warp_size() -> u32 {
+    32
+}
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    // SAFETY: see above.
+    unsafe { laneid() }
+}
+/// Lanes of the calling warp that are executing this instruction.
+#[inline(always)]
+pub fn active_mask() -> u64 {
+    // SAFETY: see above.
+    unsafe { activemask() as u64 }
+}
+/// Waits for the lanes in `mask` (a fence among them, not a team barrier).
+#[inline(always)]
+pub fn sync_warp(mask: u64) {
+    // SAFETY: see above; every lane named in `mask` must reach the same call.
+    unsafe { bar_warp_sync(mask as u32) }
+}
+/// The value of lane `lane_id() + delta` (within `width`), or our own when that lane is outside.
+#[inline(always)]
+pub fn shuffle_down_u32(mask: u64, value: u32, delta: u32, width: u32) -> u32 {
+    let clamp = ((32 - width) << 8) | 0x1f;
+    // SAFETY: see above.
+    unsafe { shfl_sync_down_i32(mask as u32, value as i32, delta, clamp) as u32 }
+}
+/// Every thread of the team meets here; memory is ordered at team scope.
+#[inline(always)]
+pub fn team_barrier() {
+    // SAFETY: see above; all threads of the CTA reach it (aligned barrier).
+    unsafe { __rustomp_team_barrier() }
+}
+#[inline(always)]
+pub fn team_fence() {
+    // SAFETY: see above.
+    unsafe { __rustomp_team_fence() }
+}
+/// Start of this team's `TEAM_SHARED_BYTES` of shared memory.
+#[inline(always)]
+pub fn team_shared() -> *mut u8 {
+    // SAFETY: see above.
+    unsafe { __rustomp_team_shared_ptr() }
+}
+/// Nanoseconds from the GPU's global timer.
+#[inline(always)]
+pub fn clock_ns() -> u64 {
+    // SAFETY: see above.
+    unsafe { globaltimer() }
+}
+/// Resolution of `clock_ns` ticks, in seconds.
+pub const CLOCK_TICK_SECONDS: f64 = 1.0e-9;
+#[inline(always)]
+pub fn trap() -> ! {
+    // SAFETY: see above.
+    unsafe { llvm_trap() }
+}
+
+unsafe extern "C" {
+    /// The CUDA driver provides `malloc`/`free` for device code.
+    pub fn malloc(size: usize) -> *mut u8;
+    pub fn free(ptr: *mut u8);
+}

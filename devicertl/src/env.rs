@@ -1,0 +1,79 @@
+//! Device globals shared with the compiler and the plugins.
+//!
+//! The plugin writes `__omp_rtl_device_environment` (and the indirect-call table pointers) by
+//! symbol lookup after loading an image and before any kernel runs; device code only reads them.
+//! The `__omp_rtl_assume_*` / `__omp_rtl_debug_kind` flags are weak zero defaults: clang emits
+//! its own definitions when the user asks for them, and those win at link time.
+
+use core::cell::UnsafeCell;
+use rustomp_abi::{DeviceEnvironment, FptrMapEntry};
+
+/// A device global the plugin writes from the host between launches.
+#[repr(transparent)]
+pub struct DeviceGlobal<T>(UnsafeCell<T>);
+
+// SAFETY: device code only reads these globals during a launch; the host writes them while no
+// kernel of the image runs (and host emulation tests write them before `launch`).
+unsafe impl<T> Sync for DeviceGlobal<T> {}
+
+impl<T: Copy> DeviceGlobal<T> {
+    pub const fn new(value: T) -> Self {
+        Self(UnsafeCell::new(value))
+    }
+    #[inline(always)]
+    pub fn get(&self) -> T {
+        // SAFETY: see the `Sync` impl: no concurrent writer while device code reads.
+        unsafe { self.0.get().read_volatile() }
+    }
+    /// Host emulation and tests stand in for the plugin's upload.
+    ///
+    /// # Safety
+    /// No device code may read the global concurrently.
+    pub unsafe fn set(&self, value: T) {
+        // SAFETY: guaranteed by the caller.
+        unsafe { self.0.get().write_volatile(value) }
+    }
+}
+
+#[unsafe(no_mangle)]
+#[used]
+pub static __omp_rtl_device_environment: DeviceGlobal<DeviceEnvironment> =
+    DeviceGlobal::new(DeviceEnvironment {
+        debug_kind: 0,
+        num_devices: 0,
+        device_num: 0,
+        dynamic_mem_size: 0,
+        clock_frequency: 0,
+        indirect_call_table: 0,
+        indirect_call_table_size: 0,
+        hardware_parallelism: 0,
+    });
+
+/// Seed 000's per-image indirect-call table: written by the plugin when the image has them.
+#[unsafe(no_mangle)]
+#[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), linkage = "weak")]
+pub static __omp_offloading_fptr_map_p: DeviceGlobal<*const FptrMapEntry> =
+    DeviceGlobal::new(core::ptr::null());
+#[unsafe(no_mangle)]
+#[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), linkage = "weak")]
+pub static __omp_offloading_fptr_map_size: DeviceGlobal<u64> = DeviceGlobal::new(0);
+
+macro_rules! weak_flags {
+    ($($name:ident),* $(,)?) => {$(
+        #[unsafe(no_mangle)]
+        #[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), linkage = "weak")]
+        pub static $name: u32 = 0;
+    )*};
+}
+weak_flags!(
+    __omp_rtl_debug_kind,
+    __omp_rtl_assume_teams_oversubscription,
+    __omp_rtl_assume_threads_oversubscription,
+    __omp_rtl_assume_no_thread_state,
+    __omp_rtl_assume_no_nested_parallelism,
+);
+
+#[inline(always)]
+pub fn device_environment() -> DeviceEnvironment {
+    __omp_rtl_device_environment.get()
+}

@@ -1,0 +1,152 @@
+//! Thread, team and device numbering: the `omp_get_*` queries and the hardware ids the
+//! compiler asks for directly.
+
+use crate::{arch, env, state};
+
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_thread_num() -> i32 {
+    state::thread_view().thread_num as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_num_threads() -> i32 {
+    state::thread_view().num_threads as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_level() -> i32 {
+    state::thread_view().level as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_active_level() -> i32 {
+    state::thread_view().active_level as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_in_parallel() -> i32 {
+    state::thread_view().active_level as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_ancestor_thread_num(level: i32) -> i32 {
+    let view = state::thread_view();
+    match level {
+        0 => 0,
+        l if l == view.level as i32 => view.thread_num as i32,
+        l if l > 0 && l < view.level as i32 => if l == 1 { arch::thread_id_in_block() as i32 } else { 0 },
+        _ => -1,
+    }
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_team_size(level: i32) -> i32 {
+    let view = state::thread_view();
+    match level {
+        0 => 1,
+        l if l == view.level as i32 => view.num_threads as i32,
+        l if l > 0 && l < view.level as i32 => 1,
+        _ => -1,
+    }
+}
+/// Threads a parallel region opened here could get.
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_max_threads() -> i32 {
+    if state::thread_view().level > 0 {
+        return 1;
+    }
+    if state::is_spmd() { arch::num_threads_in_block() as i32 } else { state::main_thread_id().max(1) as i32 }
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_thread_limit() -> i32 {
+    if state::is_spmd() { arch::num_threads_in_block() as i32 } else { state::main_thread_id().max(1) as i32 }
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_team_num() -> i32 {
+    arch::block_id() as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_num_teams() -> i32 {
+    arch::num_blocks() as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_max_teams() -> i32 {
+    arch::num_blocks() as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_is_initial_device() -> i32 {
+    0
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_device_num() -> i32 {
+    env::device_environment().device_num as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_num_devices() -> i32 {
+    env::device_environment().num_devices as i32
+}
+/// The host's device number is the number of devices.
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_initial_device() -> i32 {
+    env::device_environment().num_devices as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_num_procs() -> i32 {
+    (arch::num_blocks() * arch::num_threads_in_block()) as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_dynamic() -> i32 {
+    0
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_set_dynamic(_: i32) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_nested() -> i32 {
+    0
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_max_active_levels() -> i32 {
+    1
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_set_num_threads(_: i32) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_cancellation() -> i32 {
+    0
+}
+/// `kmp_sched_static`, chunk 0.
+///
+/// # Safety
+/// Both pointers are writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn omp_get_schedule(kind: *mut i32, chunk: *mut i32) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        kind.write(1);
+        chunk.write(0);
+    }
+}
+
+/// The OpenMP thread number serves as the global thread id on the device.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_global_thread_num(_ident: *const core::ffi::c_void) -> i32 {
+    omp_get_thread_num()
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_get_hardware_thread_id_in_block() -> i32 {
+    arch::thread_id_in_block() as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_get_hardware_num_threads_in_block() -> i32 {
+    arch::num_threads_in_block() as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_get_hardware_num_blocks() -> i32 {
+    arch::num_blocks() as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_get_warp_size() -> i32 {
+    arch::warp_size() as i32
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_is_spmd_exec_mode() -> i8 {
+    state::is_spmd() as i8
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_parallel_level() -> u16 {
+    state::thread_view().level as u16
+}

@@ -1,0 +1,63 @@
+//! Indirect-call translation (`declare target indirect`, seed 000): a host function pointer
+//! becomes the device address of the same function through a binary search over the sorted
+//! `{host, device}` table the plugin uploads. Anything not in the table comes back unchanged.
+
+use crate::env::{self, __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size};
+use core::ffi::c_void;
+use rustomp_abi::FptrMapEntry;
+
+/// The device address for `host`, or `host` itself when the table does not hold it.
+///
+/// `table` must be sorted by `host` (the plugin sorts it). Terminates for any input: the
+/// search interval shrinks on every step.
+pub fn translate(table: &[FptrMapEntry], host: u64) -> u64 {
+    let (mut low, mut high) = (0usize, table.len());
+    while low < high {
+        let mid = low + (high - low) / 2;
+        let key = table[mid].host;
+        if key == host {
+            return table[mid].device;
+        }
+        if key < host {
+            low = mid + 1;
+        } else {
+            high = mid;
+        }
+    }
+    host
+}
+
+/// The table the plugin published: the device environment's fields, else seed 000's globals.
+fn published_table() -> &'static [FptrMapEntry] {
+    let device_env = env::device_environment();
+    let (ptr, len) = if device_env.indirect_call_table != 0 {
+        (device_env.indirect_call_table as *const FptrMapEntry, device_env.indirect_call_table_size)
+    } else {
+        (__omp_offloading_fptr_map_p.get(), __omp_offloading_fptr_map_size.get())
+    };
+    if ptr.is_null() || len == 0 {
+        return &[];
+    }
+    // SAFETY: the plugin uploaded `len` entries at `ptr` before any kernel of this image ran
+    // and keeps them alive while the image is loaded.
+    unsafe { core::slice::from_raw_parts(ptr, len as usize) }
+}
+
+fn translate_published(fn_ptr: *mut c_void) -> *mut c_void {
+    if fn_ptr.is_null() {
+        return fn_ptr;
+    }
+    translate(published_table(), fn_ptr as u64) as *mut c_void
+}
+
+/// What clang-22 emits for calls through `declare target indirect` function pointers.
+#[unsafe(no_mangle)]
+pub extern "C" fn __llvm_omp_indirect_call_lookup(fn_ptr: *mut c_void) -> *mut c_void {
+    translate_published(fn_ptr)
+}
+
+/// The translation entry point of the original design (seed 000).
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_target_translate_fptr(fn_ptr: *mut c_void) -> *mut c_void {
+    translate_published(fn_ptr)
+}

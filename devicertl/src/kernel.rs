@@ -1,0 +1,68 @@
+//! Kernel entry and exit: `__kmpc_target_init` / `__kmpc_target_deinit`, and the generic-mode
+//! state machine the workers run inside `__kmpc_target_init`.
+//!
+//! SPMD: every thread runs the region body. Generic: only the main thread (first lane of the
+//! last warp) runs the body; the other threads wait in the state machine and run each parallel
+//! region the main thread opens, until `__kmpc_target_deinit` releases them.
+
+use crate::{arch, parallel, state};
+use core::sync::atomic::Ordering;
+use rustomp_abi::{exec_mode, KernelEnvironment, KernelLaunchEnvironment};
+
+/// Returns -1 to the threads that must run the region body, their thread id to the others
+/// (which then leave the kernel).
+///
+/// # Safety
+/// `kernel_env` points at the kernel's `KernelEnvironment` (clang passes its own global);
+/// `launch_env` is the kernel's first argument as the plugin provided it (may be null).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_target_init(
+    kernel_env: *const KernelEnvironment,
+    launch_env: *mut KernelLaunchEnvironment,
+) -> i32 {
+    // SAFETY: guaranteed by the caller.
+    let config = unsafe { (*kernel_env).configuration };
+    let tid = arch::thread_id_in_block();
+    if tid == 0 {
+        state::init_team(config.exec_mode, launch_env);
+    }
+    state::init_thread(tid);
+    arch::team_barrier();
+
+    if exec_mode::is_spmd(config.exec_mode) || tid == state::main_thread_id() {
+        return -1;
+    }
+    if config.use_generic_state_machine != 0 {
+        run_worker_state_machine(tid);
+    }
+    tid as i32
+}
+
+/// Generic mode: wait for work from the main thread, run it if this thread is part of the
+/// region, report completion; return when the main thread ends the kernel.
+fn run_worker_state_machine(tid: u32) {
+    let team = state::team();
+    loop {
+        arch::team_barrier(); // the main thread has published a region, or the end
+        let work = team.work_fn.load(Ordering::Acquire);
+        if work == 0 {
+            return;
+        }
+        if tid < team.parallel_team_size.load(Ordering::Relaxed) {
+            parallel::run_generic_region_worker(work, tid);
+        }
+        arch::team_barrier(); // region done
+    }
+}
+
+/// Ends the kernel: in generic mode the main thread releases the workers.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_target_deinit() {
+    if state::is_spmd() {
+        return;
+    }
+    if arch::thread_id_in_block() == state::main_thread_id() {
+        state::team().work_fn.store(0, Ordering::Release);
+        arch::team_barrier();
+    }
+}

@@ -1,0 +1,120 @@
+//! Device memory: the team-shared stack behind `__kmpc_alloc_shared` (with a heap fallback),
+//! `omp_alloc`/`omp_free`, and on amdgcn the device heap behind `malloc`/`free`.
+
+use crate::state::{self, SHARED_STACK_BYTES};
+use crate::arch;
+use core::ffi::c_void;
+use core::sync::atomic::Ordering;
+
+const SHARED_ALIGN: usize = 16;
+
+pub fn device_malloc(bytes: usize) -> *mut u8 {
+    // SAFETY: the platform allocator accepts any size and returns null on failure.
+    unsafe { arch::malloc(bytes) }
+}
+pub fn device_free(ptr: *mut u8) {
+    // SAFETY: `ptr` came from `device_malloc` (callers only free what they allocated there).
+    unsafe { arch::free(ptr) }
+}
+
+fn stack_range() -> (usize, usize) {
+    let base = state::team().stack.as_ptr() as usize;
+    (base, base + SHARED_STACK_BYTES)
+}
+
+/// Team-visible scratch memory. The generic-mode main thread (which globalizes the variables
+/// its parallel regions share) uses the team-shared stack; others, and overflow, the heap.
+pub fn alloc_shared(bytes: usize) -> *mut u8 {
+    let rounded = bytes.div_ceil(SHARED_ALIGN) * SHARED_ALIGN;
+    let team = state::team();
+    if !state::is_spmd() && arch::thread_id_in_block() == state::main_thread_id() {
+        let top = team.stack_top.load(Ordering::Relaxed) as usize;
+        if top + rounded <= SHARED_STACK_BYTES {
+            team.stack_top.store((top + rounded) as u32, Ordering::Relaxed);
+            return (stack_range().0 + top) as *mut u8;
+        }
+    }
+    let ptr = device_malloc(rounded.max(1));
+    if ptr.is_null() {
+        arch::trap(); // no memory for a variable the compiler must place somewhere
+    }
+    ptr
+}
+
+pub fn free_shared(ptr: *mut u8, bytes: usize) {
+    let (low, high) = stack_range();
+    let addr = ptr as usize;
+    if (low..high).contains(&addr) {
+        // Stack discipline: the compiler frees in reverse order of allocation.
+        let rounded = bytes.div_ceil(SHARED_ALIGN) * SHARED_ALIGN;
+        state::team().stack_top.store((addr - low) as u32, Ordering::Relaxed);
+        debug_assert!(addr - low + rounded <= SHARED_STACK_BYTES);
+    } else {
+        device_free(ptr);
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_alloc_shared(bytes: usize) -> *mut c_void {
+    alloc_shared(bytes) as *mut c_void
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_free_shared(ptr: *mut c_void, bytes: usize) {
+    free_shared(ptr as *mut u8, bytes)
+}
+/// Allocators other than the default all draw on the device heap.
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_alloc(bytes: usize, _allocator: usize) -> *mut c_void {
+    device_malloc(bytes) as *mut c_void
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_aligned_alloc(align: usize, bytes: usize, _allocator: usize) -> *mut c_void {
+    if align > 16 {
+        return core::ptr::null_mut(); // the device heap aligns to 16
+    }
+    device_malloc(bytes) as *mut c_void
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_free(ptr: *mut c_void, _allocator: usize) {
+    if !ptr.is_null() {
+        device_free(ptr as *mut u8)
+    }
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_alloc_aggregate_arg(local: *mut c_void, _global: *mut c_void) -> *mut c_void {
+    local
+}
+
+/// amdgcn has no driver-provided heap: a lock-free bump allocator over a device global.
+/// `free` returns nothing to it; the heap lives as long as the loaded image.
+#[cfg(target_arch = "amdgpu")]
+pub mod heap {
+    use core::cell::UnsafeCell;
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    const HEAP_BYTES: usize = 64 << 20;
+
+    #[repr(C, align(16))]
+    struct Heap(UnsafeCell<[u8; HEAP_BYTES]>);
+    // SAFETY: disjoint ranges are handed out by an atomic bump pointer.
+    unsafe impl Sync for Heap {}
+    static HEAP: Heap = Heap(UnsafeCell::new([0; HEAP_BYTES]));
+    static USED: AtomicUsize = AtomicUsize::new(0);
+
+    /// # Safety
+    /// None beyond C's: the result is null or `size` bytes nobody else holds.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "C" fn malloc(size: usize) -> *mut u8 {
+        let rounded = size.max(1).div_ceil(16) * 16;
+        let start = USED.fetch_add(rounded, Ordering::Relaxed);
+        if start + rounded > HEAP_BYTES {
+            return core::ptr::null_mut();
+        }
+        // SAFETY: `start + rounded` lies inside the heap array.
+        unsafe { (HEAP.0.get() as *mut u8).add(start) }
+    }
+    /// # Safety
+    /// None: memory is never returned to the bump heap.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "C" fn free(_ptr: *mut u8) {}
+}

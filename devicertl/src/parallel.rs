@@ -1,0 +1,195 @@
+//! `#pragma omp parallel` on the device: `__kmpc_parallel_60` and `__kmpc_get_shared_variables`.
+//!
+//! A region opened by the team as a whole (SPMD: all threads call in; generic: the main thread
+//! calls in and the workers run it) runs on up to the team's threads. A region opened from
+//! inside another one runs serialized on the calling thread, as LLVM's runtime does.
+
+use crate::state::{self, IN_TEAM_REGION, LEVEL_MASK, SHARED_ARG_SLOTS};
+use crate::{arch, memory};
+use core::ffi::c_void;
+use core::sync::atomic::Ordering;
+
+/// `void outlined(int32_t *gtid, int32_t *btid, arg0, arg1, ...)`
+type Microtask = *mut c_void;
+
+/// Calls `fn_ptr(&gtid, &zero, args[0..nargs])`.
+///
+/// # Safety
+/// `fn_ptr` is an outlined function taking two `i32*` and `nargs` pointer-sized arguments;
+/// `args` holds `nargs` values.
+unsafe fn invoke_microtask(thread_num: u32, fn_ptr: Microtask, args: *mut *mut c_void, nargs: usize) {
+    let mut gtid = thread_num as i32;
+    let mut btid = 0i32;
+    let (g, b) = (&mut gtid as *mut i32, &mut btid as *mut i32);
+    macro_rules! call_with {
+        ($($i:literal)*) => {{
+            // SAFETY: the caller guarantees the function's arity and argument types.
+            let f: unsafe extern "C" fn(*mut i32, *mut i32 $(, call_with!(@ty $i))*) =
+                unsafe { core::mem::transmute(fn_ptr) };
+            // SAFETY: as above; `args` holds `nargs` values.
+            unsafe { f(g, b $(, *args.add($i))*) }
+        }};
+        (@ty $i:literal) => { *mut c_void };
+    }
+    match nargs {
+        0 => call_with!(),
+        1 => call_with!(0),
+        2 => call_with!(0 1),
+        3 => call_with!(0 1 2),
+        4 => call_with!(0 1 2 3),
+        5 => call_with!(0 1 2 3 4),
+        6 => call_with!(0 1 2 3 4 5),
+        7 => call_with!(0 1 2 3 4 5 6),
+        8 => call_with!(0 1 2 3 4 5 6 7),
+        9 => call_with!(0 1 2 3 4 5 6 7 8),
+        10 => call_with!(0 1 2 3 4 5 6 7 8 9),
+        11 => call_with!(0 1 2 3 4 5 6 7 8 9 10),
+        12 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11),
+        13 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12),
+        14 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13),
+        15 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+        16 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15),
+        17 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16),
+        18 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17),
+        19 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18),
+        20 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19),
+        21 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20),
+        22 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21),
+        23 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22),
+        24 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23),
+        25 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24),
+        26 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25),
+        27 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26),
+        28 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27),
+        29 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28),
+        30 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29),
+        31 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30),
+        32 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31),
+        // More captured variables than any outlined region clang packs: stop loudly.
+        _ => arch::trap(),
+    }
+}
+
+/// Runs a region on the calling thread alone (nested, `if(false)`, or one thread).
+///
+/// # Safety
+/// As `invoke_microtask`.
+unsafe fn run_serialized(fn_ptr: Microtask, args: *mut *mut c_void, nargs: usize) {
+    let tid = arch::thread_id_in_block();
+    let flags = state::thread_flags(tid);
+    let level = flags & LEVEL_MASK;
+    // A serialized region is never the team-wide one: keep the IN_TEAM_REGION bit only for
+    // the enclosing levels, which the level count already distinguishes.
+    state::set_thread_flags(tid, (flags & !LEVEL_MASK) | (level + 1).min(LEVEL_MASK));
+    // SAFETY: forwarded from the caller.
+    unsafe { invoke_microtask(0, fn_ptr, args, nargs) };
+    state::set_thread_flags(tid, flags);
+}
+
+fn requested_threads(if_expr: i32, num_threads: i32, available: u32) -> u32 {
+    if if_expr == 0 {
+        return 1;
+    }
+    let wanted = if num_threads > 0 { num_threads as u32 } else { available };
+    wanted.clamp(1, available.max(1))
+}
+
+/// Generic-mode workers: run the published region wrapper `void wrapper(i16, i32)`.
+pub(crate) fn run_generic_region_worker(wrapper: usize, tid: u32) {
+    state::set_thread_flags(tid, IN_TEAM_REGION | 1);
+    // SAFETY: the main thread published a region wrapper emitted by clang with this signature.
+    let wrapper: extern "C" fn(u16, u32) = unsafe { core::mem::transmute(wrapper) };
+    wrapper(0, tid);
+    state::set_thread_flags(tid, 0);
+}
+
+/// # Safety
+/// Arguments as clang-22 emits them: `fn_ptr` the outlined region, `wrapper_fn` its generic-mode
+/// wrapper, `args` an array of `nargs` captured values.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_parallel_60(
+    _ident: *const c_void,
+    _gtid: i32,
+    if_expr: i32,
+    num_threads: i32,
+    _proc_bind: i32,
+    fn_ptr: Microtask,
+    wrapper_fn: *mut c_void,
+    args: *mut *mut c_void,
+    nargs: i64,
+    _strict: i32,
+) {
+    let tid = arch::thread_id_in_block();
+    let nargs = nargs.max(0) as usize;
+    let team = state::team();
+    if state::thread_flags(tid) & LEVEL_MASK != 0 {
+        // SAFETY: forwarded from the caller.
+        unsafe { run_serialized(fn_ptr, args, nargs) };
+        return;
+    }
+
+    if state::is_spmd() {
+        // Every thread of the team arrives here together.
+        let size = requested_threads(if_expr, num_threads, arch::num_threads_in_block());
+        if tid == 0 {
+            team.parallel_team_size.store(size, Ordering::Relaxed);
+        }
+        arch::team_barrier();
+        if tid < size {
+            state::set_thread_flags(tid, IN_TEAM_REGION | 1);
+            // SAFETY: forwarded from the caller.
+            unsafe { invoke_microtask(tid, fn_ptr, args, nargs) };
+            state::set_thread_flags(tid, 0);
+        }
+        arch::team_barrier();
+        return;
+    }
+
+    // Generic mode: only the main thread gets here.
+    let size = requested_threads(if_expr, num_threads, state::main_thread_id());
+    if size <= 1 || wrapper_fn.is_null() {
+        // SAFETY: forwarded from the caller.
+        unsafe { run_serialized(fn_ptr, args, nargs) };
+        return;
+    }
+    let (shared_args, heap_args) = share_args(args, nargs);
+    team.shared_args.store(shared_args, Ordering::Relaxed);
+    team.parallel_team_size.store(size, Ordering::Relaxed);
+    team.work_fn.store(wrapper_fn as usize, Ordering::Release);
+    arch::team_barrier(); // workers start
+    arch::team_barrier(); // workers done
+    team.parallel_team_size.store(1, Ordering::Relaxed);
+    if heap_args {
+        memory::device_free(shared_args as *mut u8);
+    }
+}
+
+/// Copies the argument array where every worker can read it: team-shared slots, or the heap.
+fn share_args(args: *mut *mut c_void, nargs: usize) -> (*mut *mut c_void, bool) {
+    let team = state::team();
+    let (dest, heap) = if nargs <= SHARED_ARG_SLOTS {
+        (team.shared_args_slots.as_ptr() as *mut *mut c_void, false)
+    } else {
+        let bytes = nargs * core::mem::size_of::<*mut c_void>();
+        let dest = memory::device_malloc(bytes) as *mut *mut c_void;
+        if dest.is_null() {
+            arch::trap();
+        }
+        (dest, true)
+    };
+    for i in 0..nargs {
+        // SAFETY: `args` holds `nargs` values (clang's contract) and `dest` has room for them.
+        unsafe { dest.add(i).write_volatile(args.add(i).read()) };
+    }
+    (dest, heap)
+}
+
+/// Generic-mode wrappers fetch the region's arguments here.
+///
+/// # Safety
+/// `out` points at writable storage for one pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_get_shared_variables(out: *mut *mut *mut c_void) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { out.write(state::team().shared_args.load(Ordering::Relaxed)) };
+}

@@ -1,0 +1,123 @@
+//! Per-team state, kept in team-shared memory (`arch::team_shared`), and the per-thread view of
+//! the parallel nesting derived from it.
+//!
+//! One owner per field: thread 0 initializes the team in `__kmpc_target_init`; the thread that
+//! opens a team-wide parallel region writes the region fields before the barrier that starts it;
+//! each thread writes only its own `thread_flags` slot.
+
+use crate::arch;
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use rustomp_abi::KernelLaunchEnvironment;
+
+/// Arguments of a generic-mode parallel region copied to team-shared memory (workers cannot
+/// read the main thread's stack); more fall back to the device heap.
+pub const SHARED_ARG_SLOTS: usize = 32;
+/// Largest team the per-thread slots cover (the hardware limit of both GPU families).
+pub const MAX_TEAM_THREADS: usize = 1024;
+/// Bytes of the team-shared stack behind `__kmpc_alloc_shared`.
+pub const SHARED_STACK_BYTES: usize = 4096;
+
+/// `thread_flags` bits: the low 6 bits count the parallel regions the thread is inside.
+pub const LEVEL_MASK: u8 = 0x3f;
+/// The thread's outermost region is the team-wide one (its thread number is its id).
+pub const IN_TEAM_REGION: u8 = 0x80;
+
+#[repr(C)]
+pub struct TeamState {
+    pub exec_mode: AtomicU32,
+    /// Threads of the current team-wide parallel region.
+    pub parallel_team_size: AtomicU32,
+    /// Generic mode: the wrapper of the region the workers should run; 0 tells them to exit.
+    pub work_fn: AtomicUsize,
+    pub shared_args: AtomicPtr<*mut c_void>,
+    pub launch_env: AtomicPtr<KernelLaunchEnvironment>,
+    /// Top of the team-shared stack (bytes used).
+    pub stack_top: AtomicU32,
+    /// Software barrier for a subset of the team: arrivals and generation.
+    pub barrier_arrived: AtomicU32,
+    pub barrier_generation: AtomicU32,
+    /// Dynamic loop schedule shared by the threads of a region.
+    pub dispatch: crate::workshare::DispatchState,
+    /// Generic-mode reduction and misc scratch (one word per warp).
+    pub scratch: [AtomicU64; 32],
+    pub shared_args_slots: [AtomicPtr<c_void>; SHARED_ARG_SLOTS],
+    pub thread_flags: [AtomicU8; MAX_TEAM_THREADS],
+    pub stack: [u8; SHARED_STACK_BYTES],
+}
+
+const _: () = assert!(core::mem::size_of::<TeamState>() <= arch::TEAM_SHARED_BYTES);
+
+#[inline(always)]
+pub fn team() -> &'static TeamState {
+    // SAFETY: `team_shared` points at TEAM_SHARED_BYTES of suitably aligned team memory, large
+    // enough for TeamState (checked above); every field is an atomic or a byte array, so any bit
+    // pattern is valid and concurrent access is defined.
+    unsafe { &*(arch::team_shared() as *const TeamState) }
+}
+
+/// Thread 0 resets the team before the first barrier of the kernel.
+pub fn init_team(exec_mode: u8, launch_env: *mut KernelLaunchEnvironment) {
+    let team = team();
+    team.exec_mode.store(exec_mode as u32, Ordering::Relaxed);
+    team.parallel_team_size.store(1, Ordering::Relaxed);
+    team.work_fn.store(0, Ordering::Relaxed);
+    team.shared_args.store(core::ptr::null_mut(), Ordering::Relaxed);
+    team.launch_env.store(launch_env, Ordering::Relaxed);
+    team.stack_top.store(0, Ordering::Relaxed);
+    team.barrier_arrived.store(0, Ordering::Relaxed);
+    team.barrier_generation.store(0, Ordering::Relaxed);
+    team.dispatch.reset();
+}
+
+/// Each thread clears its own slot before the first barrier of the kernel.
+pub fn init_thread(tid: u32) {
+    if let Some(slot) = team().thread_flags.get(tid as usize) {
+        slot.store(0, Ordering::Relaxed);
+    }
+}
+
+#[inline(always)]
+pub fn thread_flags(tid: u32) -> u8 {
+    team().thread_flags.get(tid as usize).map_or(0, |f| f.load(Ordering::Relaxed))
+}
+
+#[inline(always)]
+pub fn set_thread_flags(tid: u32, flags: u8) {
+    if let Some(slot) = team().thread_flags.get(tid as usize) {
+        slot.store(flags, Ordering::Relaxed);
+    }
+}
+
+pub fn is_spmd() -> bool {
+    rustomp_abi::exec_mode::is_spmd(team().exec_mode.load(Ordering::Relaxed) as u8)
+}
+
+/// Generic mode: the thread that runs the sequential part is the first lane of the last warp;
+/// the threads below it are the workers.
+pub fn main_thread_id() -> u32 {
+    arch::num_threads_in_block().saturating_sub(arch::warp_size())
+}
+
+/// The calling thread's OpenMP view: (level, thread number, team size, in an active region).
+pub struct ThreadView {
+    pub level: u32,
+    pub thread_num: u32,
+    pub num_threads: u32,
+    pub active_level: u32,
+}
+
+pub fn thread_view() -> ThreadView {
+    let tid = arch::thread_id_in_block();
+    let flags = thread_flags(tid);
+    let level = (flags & LEVEL_MASK) as u32;
+    let team_size = team().parallel_team_size.load(Ordering::Relaxed);
+    let in_team_region = flags & IN_TEAM_REGION != 0;
+    let outermost = in_team_region && level == 1;
+    ThreadView {
+        level,
+        thread_num: if outermost { tid } else { 0 },
+        num_threads: if outermost { team_size } else { 1 },
+        active_level: (in_team_region && team_size > 1) as u32,
+    }
+}

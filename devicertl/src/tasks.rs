@@ -1,0 +1,112 @@
+//! Device tasks run undeferred: `__kmpc_omp_task` runs the task at once on the encountering
+//! thread, so `taskwait` and `taskgroup` have nothing left to wait for.
+
+use crate::{arch, memory};
+use core::ffi::c_void;
+
+/// The head of clang's `kmp_task_t`.
+#[repr(C)]
+pub struct TaskHeader {
+    pub shareds: *mut c_void,
+    pub routine: Option<unsafe extern "C" fn(i32, *mut TaskHeader) -> i32>,
+    pub part_id: i32,
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_omp_task_alloc(
+    _ident: *const c_void,
+    _gtid: i32,
+    _flags: i32,
+    task_bytes: usize,
+    shareds_bytes: usize,
+    routine: Option<unsafe extern "C" fn(i32, *mut TaskHeader) -> i32>,
+) -> *mut TaskHeader {
+    let head = task_bytes.max(core::mem::size_of::<TaskHeader>()).div_ceil(16) * 16;
+    let task = memory::device_malloc(head + shareds_bytes) as *mut TaskHeader;
+    if task.is_null() {
+        arch::trap();
+    }
+    // SAFETY: `task` points at `head + shareds_bytes` fresh bytes, at least a TaskHeader.
+    unsafe {
+        task.write(TaskHeader {
+            shareds: (task as *mut u8).add(head) as *mut c_void,
+            routine,
+            part_id: 0,
+        });
+    }
+    task
+}
+
+/// # Safety
+/// `task` came from `__kmpc_omp_task_alloc` and was not run yet.
+unsafe fn run_and_free(gtid: i32, task: *mut TaskHeader) {
+    // SAFETY: guaranteed by the caller.
+    if let Some(routine) = unsafe { (*task).routine } {
+        // SAFETY: clang's task entry takes (gtid, task).
+        unsafe { routine(gtid, task) };
+    }
+    memory::device_free(task as *mut u8);
+}
+
+/// # Safety
+/// `task` came from `__kmpc_omp_task_alloc`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_omp_task(_ident: *const c_void, gtid: i32, task: *mut TaskHeader) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { run_and_free(gtid, task) };
+    0
+}
+/// Dependences are already satisfied: every earlier task finished when it was created.
+///
+/// # Safety
+/// `task` came from `__kmpc_omp_task_alloc`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_omp_task_with_deps(
+    _ident: *const c_void,
+    gtid: i32,
+    task: *mut TaskHeader,
+    _ndeps: i32,
+    _deps: *mut c_void,
+    _ndeps_noalias: i32,
+    _noalias_deps: *mut c_void,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { run_and_free(gtid, task) };
+    0
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_omp_task_begin_if0(_ident: *const c_void, _gtid: i32, _task: *mut TaskHeader) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_omp_task_complete_if0(_ident: *const c_void, _gtid: i32, task: *mut TaskHeader) {
+    memory::device_free(task as *mut u8);
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_omp_wait_deps(
+    _ident: *const c_void,
+    _gtid: i32,
+    _ndeps: i32,
+    _deps: *mut c_void,
+    _ndeps_noalias: i32,
+    _noalias_deps: *mut c_void,
+) {
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_omp_taskwait(_ident: *const c_void, _gtid: i32) -> i32 {
+    0
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_omp_taskyield(_ident: *const c_void, _gtid: i32, _end_part: i32) -> i32 {
+    0
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_taskgroup(_ident: *const c_void, _gtid: i32) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_end_taskgroup(_ident: *const c_void, _gtid: i32) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_in_final() -> i32 {
+    1
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_max_task_priority() -> i32 {
+    0
+}

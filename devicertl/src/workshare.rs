@@ -1,0 +1,258 @@
+//! Loop worksharing: `__kmpc_for_static_init_*`, `__kmpc_distribute_static_init_*` and the
+//! `__kmpc_dispatch_*` family (dynamic, guided; other schedules run dynamically with their chunk).
+//!
+//! The arithmetic is done once, on `i128`, for every width and signedness: bounds are inclusive
+//! (`for (i = lb; i <= ub; i += incr)` for positive `incr`, `>=` for negative), and every result
+//! converts back with the caller's wrap-around.
+
+use crate::{state, sync};
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+
+/// `kmp_sched_t` values clang-22 passes.
+pub mod sched {
+    pub const STATIC_CHUNKED: i32 = 33;
+    pub const STATIC: i32 = 34;
+    pub const DYNAMIC_CHUNKED: i32 = 35;
+    pub const GUIDED_CHUNKED: i32 = 36;
+    pub const RUNTIME: i32 = 37;
+    pub const AUTO: i32 = 38;
+    pub const STATIC_BALANCED_CHUNKED: i32 = 45;
+    pub const ORDERED_OFFSET: i32 = 32;
+    pub const DISTRIBUTE_STATIC_CHUNKED: i32 = 91;
+    pub const DISTRIBUTE_STATIC: i32 = 92;
+    /// monotonic / nonmonotonic modifier bits.
+    pub const MODIFIERS: i32 = (1 << 29) | (1 << 30);
+
+    /// The base schedule without modifiers or `ordered`.
+    pub fn base(kind: i32) -> i32 {
+        let kind = kind & !MODIFIERS;
+        if (65..=74).contains(&kind) { kind - ORDERED_OFFSET } else { kind }
+    }
+}
+
+/// Iterations of `lb..=ub` by `incr` (0 when empty).
+pub fn trip_count(lb: i128, ub: i128, incr: i128) -> i128 {
+    match incr {
+        i if i > 0 && ub >= lb => (ub - lb) / i + 1,
+        i if i < 0 && lb >= ub => (lb - ub) / -i + 1,
+        _ => 0,
+    }
+}
+
+/// One entity's share of a statically scheduled loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StaticShare {
+    pub lb: i128,
+    pub ub: i128,
+    pub stride: i128,
+    pub last: bool,
+}
+
+/// Entity `id` of `n` (threads of a region, or teams) gets chunks of `chunk` iterations round
+/// robin (chunked kinds), or one near-equal block (the others).
+pub fn static_share(kind: i32, lb: i128, ub: i128, incr: i128, chunk: i128, id: i128, n: i128) -> StaticShare {
+    let incr = if incr == 0 { 1 } else { incr };
+    let n = n.max(1);
+    let trip = trip_count(lb, ub, incr);
+    let chunked = matches!(
+        sched::base(kind),
+        sched::STATIC_CHUNKED | sched::DISTRIBUTE_STATIC_CHUNKED | sched::STATIC_BALANCED_CHUNKED
+    ) && chunk > 0;
+    if chunked {
+        let first = lb + id * chunk * incr;
+        let last_chunk = if trip > 0 { (trip - 1) / chunk } else { -1 };
+        return StaticShare {
+            lb: first,
+            ub: first + (chunk - 1) * incr,
+            stride: n * chunk * incr,
+            last: trip > 0 && last_chunk % n == id,
+        };
+    }
+    let (quotient, remainder) = (trip / n, trip % n);
+    let count = quotient + (id < remainder) as i128;
+    let first = id * quotient + id.min(remainder);
+    let (my_lb, my_ub) = if count > 0 {
+        (lb + first * incr, lb + (first + count - 1) * incr)
+    } else {
+        (lb + trip * incr, lb + trip * incr - incr)
+    };
+    StaticShare { lb: my_lb, ub: my_ub, stride: trip.max(1) * incr, last: count > 0 && first + count == trip }
+}
+
+fn region_entity() -> (i128, i128) {
+    let view = state::thread_view();
+    (view.thread_num as i128, view.num_threads as i128)
+}
+fn team_entity() -> (i128, i128) {
+    (crate::arch::block_id() as i128, crate::arch::num_blocks() as i128)
+}
+
+macro_rules! static_init {
+    ($name:ident, $entity:ident, $t:ty, $st:ty) => {
+        /// # Safety
+        /// The pointers are writable, as clang passes them.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            _ident: *const c_void,
+            _gtid: i32,
+            kind: i32,
+            plast: *mut i32,
+            plower: *mut $t,
+            pupper: *mut $t,
+            pstride: *mut $st,
+            incr: $st,
+            chunk: $st,
+        ) {
+            let (id, n) = $entity();
+            // SAFETY: guaranteed by the caller.
+            unsafe {
+                let share =
+                    static_share(kind, *plower as i128, *pupper as i128, incr as i128, chunk as i128, id, n);
+                *plower = share.lb as $t;
+                *pupper = share.ub as $t;
+                *pstride = share.stride as $st;
+                *plast = share.last as i32;
+            }
+        }
+    };
+}
+static_init!(__kmpc_for_static_init_4, region_entity, i32, i32);
+static_init!(__kmpc_for_static_init_4u, region_entity, u32, i32);
+static_init!(__kmpc_for_static_init_8, region_entity, i64, i64);
+static_init!(__kmpc_for_static_init_8u, region_entity, u64, i64);
+static_init!(__kmpc_distribute_static_init_4, team_entity, i32, i32);
+static_init!(__kmpc_distribute_static_init_4u, team_entity, u32, i32);
+static_init!(__kmpc_distribute_static_init_8, team_entity, i64, i64);
+static_init!(__kmpc_distribute_static_init_8u, team_entity, u64, i64);
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_for_static_fini(_ident: *const c_void, _gtid: i32) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_distribute_static_fini(_ident: *const c_void, _gtid: i32) {}
+
+/// A dynamically scheduled loop shared by the threads of one region (team-shared memory).
+#[repr(C)]
+pub struct DispatchState {
+    next: AtomicU64,
+    trip: AtomicU64,
+    lb: AtomicI64,
+    incr: AtomicI64,
+    chunk: AtomicU64,
+    kind: AtomicU32,
+    threads: AtomicU32,
+}
+
+impl DispatchState {
+    pub fn reset(&self) {
+        self.next.store(0, Ordering::Relaxed);
+        self.trip.store(0, Ordering::Relaxed);
+    }
+
+    /// Claims the next chunk: `(first iteration, iterations)`, or `None` when the loop is done.
+    pub fn claim(&self) -> Option<(u64, u64)> {
+        let trip = self.trip.load(Ordering::Relaxed);
+        let chunk = self.chunk.load(Ordering::Relaxed).max(1);
+        if sched::base(self.kind.load(Ordering::Relaxed) as i32) == sched::GUIDED_CHUNKED {
+            let threads = self.threads.load(Ordering::Relaxed).max(1) as u64;
+            let mut current = self.next.load(Ordering::Relaxed);
+            loop {
+                if current >= trip {
+                    return None;
+                }
+                let remaining = trip - current;
+                let size = remaining.div_ceil(2 * threads).max(chunk).min(remaining);
+                match self.next.compare_exchange_weak(current, current + size, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => return Some((current, size)),
+                    Err(seen) => current = seen,
+                }
+            }
+        }
+        let start = self.next.fetch_add(chunk, Ordering::Relaxed);
+        (start < trip).then(|| (start, chunk.min(trip - start)))
+    }
+}
+
+fn dispatch_init(kind: i32, lb: i128, ub: i128, incr: i128, chunk: i128) {
+    let view = state::thread_view();
+    let dispatch = &state::team().dispatch;
+    // Everyone is done with the previous loop before thread 0 reuses the state.
+    sync::region_barrier(view.num_threads);
+    if view.thread_num == 0 {
+        let incr = if incr == 0 { 1 } else { incr };
+        let trip = trip_count(lb, ub, incr);
+        let chunk = match sched::base(kind) {
+            sched::STATIC | sched::AUTO | sched::RUNTIME if chunk <= 0 => {
+                // One near-equal block per thread, claimed dynamically.
+                (trip + view.num_threads as i128 - 1) / view.num_threads.max(1) as i128
+            }
+            _ => chunk.max(1),
+        };
+        dispatch.next.store(0, Ordering::Relaxed);
+        dispatch.trip.store(trip as u64, Ordering::Relaxed);
+        dispatch.lb.store(lb as i64, Ordering::Relaxed);
+        dispatch.incr.store(incr as i64, Ordering::Relaxed);
+        dispatch.chunk.store(chunk.max(1) as u64, Ordering::Relaxed);
+        dispatch.kind.store(kind as u32, Ordering::Relaxed);
+        dispatch.threads.store(view.num_threads, Ordering::Relaxed);
+    }
+    sync::region_barrier(view.num_threads);
+}
+
+/// The next chunk as inclusive bounds, or `None`.
+fn dispatch_next() -> Option<(i128, i128, i128, bool)> {
+    let dispatch = &state::team().dispatch;
+    let (first, count) = dispatch.claim()?;
+    let lb = dispatch.lb.load(Ordering::Relaxed) as i128;
+    let incr = dispatch.incr.load(Ordering::Relaxed) as i128;
+    let trip = dispatch.trip.load(Ordering::Relaxed);
+    let low = lb + first as i128 * incr;
+    Some((low, low + (count as i128 - 1) * incr, incr, first + count == trip))
+}
+
+macro_rules! dispatch {
+    ($init:ident, $next:ident, $t:ty, $st:ty) => {
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $init(_ident: *const c_void, _gtid: i32, kind: i32, lb: $t, ub: $t, st: $st, chunk: $st) {
+            dispatch_init(kind, lb as i128, ub as i128, st as i128, chunk as i128);
+        }
+        /// # Safety
+        /// The pointers are writable, as clang passes them.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $next(
+            _ident: *const c_void,
+            _gtid: i32,
+            plast: *mut i32,
+            plower: *mut $t,
+            pupper: *mut $t,
+            pstride: *mut $st,
+        ) -> i32 {
+            let Some((low, high, incr, last)) = dispatch_next() else { return 0 };
+            // SAFETY: guaranteed by the caller.
+            unsafe {
+                *plower = low as $t;
+                *pupper = high as $t;
+                *pstride = incr as $st;
+                if !plast.is_null() {
+                    *plast = last as i32;
+                }
+            }
+            1
+        }
+    };
+}
+dispatch!(__kmpc_dispatch_init_4, __kmpc_dispatch_next_4, i32, i32);
+dispatch!(__kmpc_dispatch_init_4u, __kmpc_dispatch_next_4u, u32, i32);
+dispatch!(__kmpc_dispatch_init_8, __kmpc_dispatch_next_8, i64, i64);
+dispatch!(__kmpc_dispatch_init_8u, __kmpc_dispatch_next_8u, u64, i64);
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_dispatch_deinit(_ident: *const c_void, _gtid: i32) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_dispatch_fini_4(_ident: *const c_void, _gtid: i32) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_dispatch_fini_4u(_ident: *const c_void, _gtid: i32) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_dispatch_fini_8(_ident: *const c_void, _gtid: i32) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_dispatch_fini_8u(_ident: *const c_void, _gtid: i32) {}
