@@ -1,0 +1,490 @@
+//! The OpenMP device memory API (`omp_target_*`, `omp_get_*device*`) and LLVM's extensions.
+//! The initial (host) device is number `omp_get_num_devices()`.
+
+use crate::diag;
+use crate::runtime::{runtime, DeviceState};
+use rustomp_plugin::mapping::MapEntry;
+use rustomp_plugin::AllocKind;
+use std::ffi::{c_char, c_void};
+use std::sync::Arc;
+
+fn initial_device() -> i32 {
+    runtime().num_devices() as i32
+}
+
+fn device(id: i32, what: &str) -> Option<Arc<DeviceState>> {
+    match runtime().device(id.max(0) as usize) {
+        Ok(d) if id >= 0 => Some(d),
+        Ok(_) => None,
+        Err(e) => {
+            diag::error(&format!("{what}: {e}"));
+            None
+        }
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_num_devices() -> i32 {
+    initial_device()
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_initial_device() -> i32 {
+    initial_device()
+}
+/// On the host, the executing device is the initial device.
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_device_num() -> i32 {
+    initial_device()
+}
+
+const HOST_UID: &std::ffi::CStr = c"rustomp-host";
+
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_uid_from_device(device_num: i32) -> *const c_char {
+    static UIDS: std::sync::OnceLock<Vec<std::ffi::CString>> = std::sync::OnceLock::new();
+    let uids = UIDS.get_or_init(|| {
+        (0..runtime().num_devices()).map(|i| std::ffi::CString::new(format!("rustomp-device-{i}")).unwrap()).collect()
+    });
+    if device_num == initial_device() {
+        return HOST_UID.as_ptr();
+    }
+    uids.get(device_num.max(0) as usize).filter(|_| device_num >= 0).map_or(std::ptr::null(), |u| u.as_ptr())
+}
+/// # Safety
+/// `uid` is null or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn omp_get_device_from_uid(uid: *const c_char) -> i32 {
+    if uid.is_null() {
+        return -10; // omp_invalid_device
+    }
+    // SAFETY: guaranteed by the caller.
+    let uid = unsafe { std::ffi::CStr::from_ptr(uid) }.to_string_lossy();
+    if uid == HOST_UID.to_string_lossy() {
+        return initial_device();
+    }
+    uid.strip_prefix("rustomp-device-").and_then(|n| n.parse().ok()).filter(|&n: &i32| n < initial_device()).unwrap_or(-10)
+}
+
+fn alloc(size: usize, device_num: i32, kind: AllocKind) -> *mut c_void {
+    if device_num == initial_device() {
+        // SAFETY: malloc accepts any size.
+        return unsafe { libc::malloc(size) };
+    }
+    match device(device_num, "omp_target_alloc") {
+        Some(d) => d.backend.alloc(size, kind).unwrap_or(std::ptr::null_mut()),
+        None => std::ptr::null_mut(),
+    }
+}
+fn free(ptr: *mut c_void, device_num: i32, kind: AllocKind) {
+    if ptr.is_null() {
+        return;
+    }
+    if device_num == initial_device() {
+        // SAFETY: host allocations of omp_target_alloc come from malloc.
+        unsafe { libc::free(ptr) };
+        return;
+    }
+    if let Some(d) = device(device_num, "omp_target_free") {
+        if let Err(e) = d.backend.free(ptr, kind) {
+            diag::error(&format!("omp_target_free of {ptr:p} on device {device_num}: {e}"));
+        }
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_target_alloc(size: usize, device_num: i32) -> *mut c_void {
+    alloc(size, device_num, AllocKind::Device)
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_target_free(ptr: *mut c_void, device_num: i32) {
+    free(ptr, device_num, AllocKind::Device)
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn llvm_omp_target_alloc_device(size: usize, device_num: i32) -> *mut c_void {
+    alloc(size, device_num, AllocKind::Device)
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn llvm_omp_target_alloc_host(size: usize, device_num: i32) -> *mut c_void {
+    alloc(size, device_num, AllocKind::Host)
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn llvm_omp_target_alloc_shared(size: usize, device_num: i32) -> *mut c_void {
+    alloc(size, device_num, AllocKind::Shared)
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn llvm_omp_target_free_device(ptr: *mut c_void, device_num: i32) {
+    free(ptr, device_num, AllocKind::Device)
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn llvm_omp_target_free_host(ptr: *mut c_void, device_num: i32) {
+    free(ptr, device_num, AllocKind::Host)
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn llvm_omp_target_free_shared(ptr: *mut c_void, device_num: i32) {
+    free(ptr, device_num, AllocKind::Shared)
+}
+/// Host memory is already accessible to every device this runtime drives (page-locking is a
+/// GPU-plugin optimization): the pointer itself is the locked address.
+#[unsafe(no_mangle)]
+pub extern "C" fn llvm_omp_target_lock_mem(ptr: *mut c_void, _size: usize, _device_num: i32) -> *mut c_void {
+    ptr
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn llvm_omp_target_unlock_mem(_ptr: *mut c_void, _device_num: i32) {}
+/// Only meaningful in device code; on the host there is no dynamic shared memory.
+#[unsafe(no_mangle)]
+pub extern "C" fn llvm_omp_target_dynamic_shared_alloc() -> *mut c_void {
+    std::ptr::null_mut()
+}
+
+/// Copies `len` bytes between any two of: the host, device `dst_dev`, device `src_dev`.
+/// Returns 0 on success.
+fn copy(dst: *mut c_void, src: *const c_void, len: usize, dst_dev: i32, src_dev: i32) -> i32 {
+    if len == 0 {
+        return 0;
+    }
+    let host = initial_device();
+    let result = match (dst_dev == host, src_dev == host) {
+        (true, true) => {
+            // SAFETY: the caller's ranges are host memory of `len` bytes.
+            unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
+            Ok(())
+        }
+        (false, true) => match device(dst_dev, "omp_target_memcpy") {
+            // SAFETY: OpenMP requires valid ranges from the caller.
+            Some(d) => unsafe { d.backend.copy_to_device(dst, src, len) },
+            None => return -1,
+        },
+        (true, false) => match device(src_dev, "omp_target_memcpy") {
+            // SAFETY: as above.
+            Some(d) => unsafe { d.backend.copy_from_device(dst, src, len) },
+            None => return -1,
+        },
+        (false, false) => {
+            let (Some(d), Some(s)) = (device(dst_dev, "omp_target_memcpy"), device(src_dev, "omp_target_memcpy")) else {
+                return -1;
+            };
+            if d.id == s.id || (d.backend.shares_host_memory() && s.backend.shares_host_memory()) {
+                // SAFETY: as above.
+                unsafe { d.backend.copy_within_device(dst, src, len) }
+            } else {
+                let mut staging = vec![0u8; len];
+                // SAFETY: as above; staging holds `len` bytes.
+                unsafe {
+                    s.backend
+                        .copy_from_device(staging.as_mut_ptr() as *mut c_void, src, len)
+                        .and_then(|_| d.backend.copy_to_device(dst, staging.as_ptr() as *const c_void, len))
+                }
+            }
+        }
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            diag::error(&format!("omp_target_memcpy of {len} bytes ({src:p} on {src_dev} -> {dst:p} on {dst_dev}): {e}"));
+            -1
+        }
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_target_memcpy(
+    dst: *mut c_void,
+    src: *const c_void,
+    length: usize,
+    dst_offset: usize,
+    src_offset: usize,
+    dst_device: i32,
+    src_device: i32,
+) -> i32 {
+    if dst.is_null() || src.is_null() {
+        return -1;
+    }
+    copy(
+        (dst as usize + dst_offset) as *mut c_void,
+        (src as usize + src_offset) as *const c_void,
+        length,
+        dst_device,
+        src_device,
+    )
+}
+
+/// Copies run to completion at once; the dependences named are already satisfied by then.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn omp_target_memcpy_async(
+    dst: *mut c_void,
+    src: *const c_void,
+    length: usize,
+    dst_offset: usize,
+    src_offset: usize,
+    dst_device: i32,
+    src_device: i32,
+    _depobj_count: i32,
+    _depobj_list: *mut c_void,
+) -> i32 {
+    omp_target_memcpy(dst, src, length, dst_offset, src_offset, dst_device, src_device)
+}
+
+/// # Safety
+/// The arrays hold `num_dims` elements.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn omp_target_memcpy_rect(
+    dst: *mut c_void,
+    src: *const c_void,
+    element_size: usize,
+    num_dims: i32,
+    volume: *const usize,
+    dst_offsets: *const usize,
+    src_offsets: *const usize,
+    dst_dimensions: *const usize,
+    src_dimensions: *const usize,
+    dst_device: i32,
+    src_device: i32,
+) -> i32 {
+    if dst.is_null() && src.is_null() {
+        return i32::MAX; // the number of dimensions supported
+    }
+    if dst.is_null() || src.is_null() || num_dims < 1 {
+        return -1;
+    }
+    let n = num_dims as usize;
+    // SAFETY: guaranteed by the caller.
+    let (volume, dst_off, src_off, dst_dims, src_dims) = unsafe {
+        (
+            std::slice::from_raw_parts(volume, n),
+            std::slice::from_raw_parts(dst_offsets, n),
+            std::slice::from_raw_parts(src_offsets, n),
+            std::slice::from_raw_parts(dst_dimensions, n),
+            std::slice::from_raw_parts(src_dimensions, n),
+        )
+    };
+    fn rect(
+        dims: usize,
+        d: usize,
+        dst: usize,
+        src: usize,
+        elem: usize,
+        v: &[usize],
+        doff: &[usize],
+        soff: &[usize],
+        ddim: &[usize],
+        sdim: &[usize],
+        devs: (i32, i32),
+    ) -> i32 {
+        // Bytes of one step in dimension `d` = element size × the extents of the inner dims.
+        let dst_stride: usize = elem * ddim[d + 1..].iter().product::<usize>();
+        let src_stride: usize = elem * sdim[d + 1..].iter().product::<usize>();
+        if d + 1 == dims {
+            return copy(
+                (dst + doff[d] * elem) as *mut c_void,
+                (src + soff[d] * elem) as *const c_void,
+                v[d] * elem,
+                devs.0,
+                devs.1,
+            );
+        }
+        for i in 0..v[d] {
+            let rc = rect(
+                dims,
+                d + 1,
+                dst + (doff[d] + i) * dst_stride,
+                src + (soff[d] + i) * src_stride,
+                elem,
+                v,
+                doff,
+                soff,
+                ddim,
+                sdim,
+                devs,
+            );
+            if rc != 0 {
+                return rc;
+            }
+        }
+        0
+    }
+    rect(n, 0, dst as usize, src as usize, element_size, volume, dst_off, src_off, dst_dims, src_dims, (dst_device, src_device))
+}
+
+/// # Safety
+/// As `omp_target_memcpy_rect`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn omp_target_memcpy_rect_async(
+    dst: *mut c_void,
+    src: *const c_void,
+    element_size: usize,
+    num_dims: i32,
+    volume: *const usize,
+    dst_offsets: *const usize,
+    src_offsets: *const usize,
+    dst_dimensions: *const usize,
+    src_dimensions: *const usize,
+    dst_device: i32,
+    src_device: i32,
+    _depobj_count: i32,
+    _depobj_list: *mut c_void,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe {
+        omp_target_memcpy_rect(dst, src, element_size, num_dims, volume, dst_offsets, src_offsets, dst_dimensions, src_dimensions, dst_device, src_device)
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_target_memset(ptr: *mut c_void, value: i32, count: usize, device_num: i32) -> *mut c_void {
+    if ptr.is_null() || count == 0 {
+        return ptr;
+    }
+    if device_num == initial_device() {
+        // SAFETY: the caller's host range holds `count` bytes.
+        unsafe { std::ptr::write_bytes(ptr as *mut u8, value as u8, count) };
+        return ptr;
+    }
+    let Some(d) = device(device_num, "omp_target_memset") else { return ptr };
+    let fill = vec![value as u8; count];
+    // SAFETY: the caller's device range holds `count` bytes.
+    if let Err(e) = unsafe { d.backend.copy_to_device(ptr, fill.as_ptr() as *const c_void, count) } {
+        diag::error(&format!("omp_target_memset of {ptr:p} on device {device_num}: {e}"));
+    }
+    ptr
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_target_memset_async(ptr: *mut c_void, value: i32, count: usize, device_num: i32, _depobj_count: i32, _depobj_list: *mut c_void) -> *mut c_void {
+    omp_target_memset(ptr, value, count, device_num)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_target_is_present(ptr: *const c_void, device_num: i32) -> i32 {
+    if device_num == initial_device() {
+        return 1;
+    }
+    device(device_num, "omp_target_is_present").is_some_and(|d| d.table().find(ptr as usize, 0).is_some()) as i32
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_target_is_accessible(_ptr: *const c_void, _size: usize, device_num: i32) -> i32 {
+    if device_num == initial_device() {
+        return 1;
+    }
+    device(device_num, "omp_target_is_accessible").is_some_and(|d| d.backend.shares_host_memory()) as i32
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_mapped_ptr(ptr: *const c_void, device_num: i32) -> *mut c_void {
+    if device_num == initial_device() {
+        return ptr as *mut c_void;
+    }
+    device(device_num, "omp_get_mapped_ptr")
+        .and_then(|d| d.table().find(ptr as usize, 0).map(|e| e.device_address(ptr as usize) as *mut c_void))
+        .unwrap_or(std::ptr::null_mut())
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_target_associate_ptr(host: *const c_void, device_ptr: *const c_void, size: usize, device_offset: usize, device_num: i32) -> i32 {
+    if host.is_null() || device_ptr.is_null() || device_num == initial_device() {
+        return -1;
+    }
+    let Some(d) = device(device_num, "omp_target_associate_ptr") else { return -1 };
+    let mut table = d.table();
+    let host = host as usize;
+    let target = device_ptr as usize + device_offset;
+    if let Some(existing) = table.find(host, size) {
+        return if existing.device_address(host) == target { 0 } else { -1 };
+    }
+    table.insert(MapEntry {
+        host_begin: host,
+        host_end: host + size,
+        device_begin: target,
+        dynamic_refs: 1,
+        hold_refs: 0,
+        infinite: true,
+        owned: false,
+    });
+    0
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_target_disassociate_ptr(host: *const c_void, device_num: i32) -> i32 {
+    let Some(d) = device(device_num, "omp_target_disassociate_ptr") else { return -1 };
+    let mut table = d.table();
+    match table.find(host as usize, 0) {
+        Some(e) if e.infinite && !e.owned && e.host_begin == host as usize => {
+            table.remove(host as usize);
+            0
+        }
+        _ => {
+            diag::error(&format!("omp_target_disassociate_ptr: {host:p} is not associated on device {device_num}"));
+            -1
+        }
+    }
+}
+
+// Interoperability objects (`omp interop`): no plugin of this runtime offers a foreign runtime
+// handle, so `init` yields no object and every query answers `omp_irc_no_value`/empty.
+const OMP_IRC_NO_VALUE: i32 = 1;
+
+macro_rules! interop_query {
+    ($name:ident, $ret:ty, $none:expr) => {
+        /// # Safety
+        /// `ret_code` is null or writable.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(_interop: *const c_void, _property: i32, ret_code: *mut i32) -> $ret {
+            if !ret_code.is_null() {
+                // SAFETY: guaranteed by the caller.
+                unsafe { *ret_code = OMP_IRC_NO_VALUE };
+            }
+            $none
+        }
+    };
+}
+interop_query!(omp_get_interop_int, isize, 0);
+interop_query!(omp_get_interop_ptr, *mut c_void, std::ptr::null_mut());
+interop_query!(omp_get_interop_str, *const c_char, std::ptr::null());
+
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_interop_name(_interop: *const c_void, _property: i32) -> *const c_char {
+    std::ptr::null()
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_interop_type_desc(_interop: *const c_void, _property: i32) -> *const c_char {
+    std::ptr::null()
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_interop_get(_ident: *mut c_void, _interop_type: i32, _device: i64, _prefers: *mut c_void, _gtid: i32, _task: *mut c_void) -> *mut c_void {
+    diag::error("interop: no device of this runtime provides a foreign runtime handle (omp_interop_none)");
+    std::ptr::null_mut()
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_interop_init(_ident: *mut c_void, _gtid: i32, interop: *mut *mut c_void, _interop_type: i32, _device: i64, _ndeps: i32, _deps: *mut c_void, _ndeps_noalias: i32, _noalias: *mut c_void) {
+    if !interop.is_null() {
+        // SAFETY: clang passes the interop variable's address.
+        unsafe { *interop = std::ptr::null_mut() };
+    }
+    diag::error("interop init: no device of this runtime provides a foreign runtime handle (omp_interop_none)");
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_interop_use(_ident: *mut c_void, _gtid: i32, _interop: *mut c_void, _device: i64, _ndeps: i32, _deps: *mut c_void, _ndeps_noalias: i32, _noalias: *mut c_void, _nowait: i32) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_interop_use60(_ident: *mut c_void, _gtid: i32, _interop: *mut c_void, _nowait: i32, _ndeps: i32, _deps: *mut c_void) -> i32 {
+    0
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_interop_destroy(_ident: *mut c_void, _gtid: i32, interop: *mut *mut c_void, _device: i64, _ndeps: i32, _deps: *mut c_void, _ndeps_noalias: i32, _noalias: *mut c_void, _nowait: i32) {
+    if !interop.is_null() {
+        // SAFETY: clang passes the interop variable's address.
+        unsafe { *interop = std::ptr::null_mut() };
+    }
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_interop_release(_ident: *mut c_void, _gtid: i32, _interop: *mut c_void, _ndeps: i32, _deps: *mut c_void) -> i32 {
+    0
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_target_sync(_ident: *mut c_void, _gtid: i32, _task: *mut c_void, _event: *mut c_void) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn ompx_interop_add_completion_callback(_interop: *mut c_void, _cb: *mut c_void, _data: *mut c_void) -> i32 {
+    -1
+}

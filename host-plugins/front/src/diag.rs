@@ -1,0 +1,94 @@
+//! Diagnostics: `LIBOMPTARGET_INFO` (user-facing bitmask), `LIBOMPTARGET_DEBUG` (tracing), and
+//! fatal errors that name the construct's source location.
+
+use rustomp_abi::Ident;
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// `LIBOMPTARGET_INFO` bits (LLVM's `OMP_INFOTYPE_*`).
+pub mod infotype {
+    pub const LOAD_BINARY: u32 = 0x1;
+    pub const DUMP_TABLE: u32 = 0x2;
+    pub const KERNEL_ARGS: u32 = 0x4;
+    pub const MAPPING_EXISTS: u32 = 0x8;
+    pub const MAPPING_CHANGED: u32 = 0x10;
+}
+
+static INFO: AtomicU32 = AtomicU32::new(0);
+static DEBUG: AtomicU32 = AtomicU32::new(0);
+
+pub fn init_from_env() {
+    let parse = |name: &str| {
+        std::env::var(name).ok().and_then(|v| {
+            let v = v.trim();
+            v.parse::<i64>().ok().or_else(|| i64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+        })
+    };
+    if let Some(v) = parse("LIBOMPTARGET_INFO") {
+        INFO.store(v as u32, Ordering::Relaxed);
+    }
+    if let Some(v) = parse("LIBOMPTARGET_DEBUG") {
+        DEBUG.store(v as u32, Ordering::Relaxed);
+    }
+}
+
+pub fn set_info_flags(flags: u32) {
+    INFO.store(flags, Ordering::Relaxed);
+}
+
+pub fn info_enabled(bit: u32) -> bool {
+    INFO.load(Ordering::Relaxed) & bit != 0
+}
+
+pub fn debug_enabled() -> bool {
+    DEBUG.load(Ordering::Relaxed) != 0
+}
+
+macro_rules! info {
+    ($bit:expr, $device:expr, $($arg:tt)*) => {
+        if $crate::diag::info_enabled($bit) {
+            eprintln!("omptarget device {} info: {}", $device, format_args!($($arg)*));
+        }
+    };
+}
+macro_rules! debug {
+    ($($arg:tt)*) => {
+        if $crate::diag::debug_enabled() {
+            eprintln!("omptarget --> {}", format_args!($($arg)*));
+        }
+    };
+}
+pub(crate) use {debug, info};
+
+/// `file:line:column` (and function) of a construct, or "unknown location".
+pub fn location(ident: *const Ident) -> String {
+    if ident.is_null() {
+        return "unknown location".into();
+    }
+    // SAFETY: clang passes a valid ident_t whose psource is null or a NUL-terminated string.
+    let psource = unsafe { (*ident).psource };
+    if psource.is_null() {
+        return "unknown location".into();
+    }
+    // SAFETY: as above.
+    let text = unsafe { CStr::from_ptr(psource) }.to_string_lossy();
+    // ";file;function;line;column;;"
+    let parts: Vec<&str> = text.split(';').collect();
+    match parts.as_slice() {
+        [_, file, function, line, column, ..] if *file != "unknown" => {
+            format!("{file}:{line}:{column} in {function}")
+        }
+        _ => "unknown location".into(),
+    }
+}
+
+/// Reports an error that ends the program (mandatory offload, or a broken map clause).
+pub fn fatal(message: &str) -> ! {
+    eprintln!("omptarget fatal error: {message}");
+    eprintln!("omptarget fatal error 1: failure of target construct while offloading is mandatory");
+    std::process::exit(1);
+}
+
+pub fn error(message: &str) {
+    eprintln!("omptarget error: {message}");
+}

@@ -1,0 +1,348 @@
+//! `libomptarget.so.22.1`: the host offload runtime that clang-22 programs load.
+//!
+//! Contract: exports LLVM 22's 81 entry points under `VERS1.0`. Each export is a thin shim that
+//! converts raw arguments and calls a safe module (`target`, `data`, `api`); no panic crosses
+//! the C boundary (each shim catches and reports). The mapping table, reference counts and the
+//! offload policy are owned here; plugins only allocate, copy, load and launch.
+
+mod api;
+mod data;
+mod diag;
+mod runtime;
+mod target;
+
+use data::{MapItem, MapList};
+use rustomp_abi::{BinDesc, Ident, KernelArgs, MapType};
+use std::ffi::c_void;
+use target::{OFFLOAD_FAIL, OFFLOAD_SUCCESS};
+
+/// Runs `f`, turning a panic into `on_panic` after reporting it (no unwinding into C).
+fn guard<T>(what: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(_) => {
+            diag::error(&format!("internal error in {what}"));
+            on_panic
+        }
+    }
+}
+
+/// # Safety
+/// `desc` is clang's descriptor, valid until the matching `__tgt_unregister_lib`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __tgt_register_lib(desc: *mut BinDesc) {
+    if desc.is_null() {
+        return;
+    }
+    // SAFETY: guaranteed by the caller.
+    guard("__tgt_register_lib", (), || runtime::runtime().register(unsafe { &*desc }))
+}
+
+/// # Safety
+/// `desc` was registered with `__tgt_register_lib`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __tgt_unregister_lib(desc: *mut BinDesc) {
+    if desc.is_null() {
+        return;
+    }
+    // SAFETY: guaranteed by the caller.
+    guard("__tgt_unregister_lib", (), || runtime::runtime().unregister(unsafe { &*desc }))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_init_all_rtls() {
+    guard("__tgt_init_all_rtls", (), || {
+        runtime::runtime();
+    })
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_rtl_init() {
+    __tgt_init_all_rtls()
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_rtl_deinit() {}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_register_requires(flags: i64) {
+    runtime::runtime().requires.fetch_or(flags as u64, std::sync::atomic::Ordering::Relaxed);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_set_info_flag(flags: u32) {
+    diag::set_info_flags(flags);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_print_device_info(device_id: i64) -> i32 {
+    guard("__tgt_print_device_info", OFFLOAD_FAIL, || match runtime::runtime().device(device_id.max(0) as usize) {
+        Ok(device) => {
+            println!("{}", device.backend.describe());
+            OFFLOAD_SUCCESS
+        }
+        Err(e) => {
+            diag::error(&e.to_string());
+            OFFLOAD_FAIL
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ompx_dump_mapping_tables() {
+    guard("ompx_dump_mapping_tables", (), || {
+        let rt = runtime::runtime();
+        for id in 0..rt.num_devices() {
+            if let Ok(device) = rt.device(id) {
+                runtime::dump_table(id, &device.table());
+            }
+        }
+    })
+}
+
+/// # Safety
+/// `args` is clang's `KernelArgs`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __tgt_target_kernel(
+    ident: *mut Ident,
+    device_id: i64,
+    _num_teams: i32,
+    _thread_limit: i32,
+    region_id: *mut c_void,
+    args: *mut KernelArgs,
+) -> i32 {
+    if args.is_null() {
+        return OFFLOAD_FAIL;
+    }
+    // SAFETY: guaranteed by the caller.
+    guard("__tgt_target_kernel", OFFLOAD_FAIL, || unsafe { target::target_kernel(ident, device_id, region_id, &*args) })
+}
+
+/// Kernels run to completion inside the call; `nowait` ordering comes from libomp's target task.
+///
+/// # Safety
+/// As `__tgt_target_kernel`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __tgt_target_kernel_nowait(
+    ident: *mut Ident,
+    device_id: i64,
+    num_teams: i32,
+    thread_limit: i32,
+    region_id: *mut c_void,
+    args: *mut KernelArgs,
+    _dep_num: i32,
+    _dep_list: *mut c_void,
+    _noalias_dep_num: i32,
+    _noalias_dep_list: *mut c_void,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { __tgt_target_kernel(ident, device_id, num_teams, thread_limit, region_id, args) }
+}
+
+/// # Safety
+/// Arrays of `arg_num` elements, as clang passes them.
+#[allow(clippy::too_many_arguments)]
+unsafe fn legacy_target(
+    ident: *mut Ident,
+    device_id: i64,
+    region_id: *mut c_void,
+    arg_num: i32,
+    bases: *mut *mut c_void,
+    begins: *mut *mut c_void,
+    sizes: *mut i64,
+    types: *mut i64,
+    mappers: *mut *mut c_void,
+    teams: i32,
+    threads: i32,
+) -> i32 {
+    let mut args = KernelArgs {
+        version: rustomp_abi::KERNEL_ARGS_VERSION,
+        num_args: arg_num.max(0) as u32,
+        arg_base_ptrs: bases,
+        arg_ptrs: begins,
+        arg_sizes: sizes,
+        arg_types: types,
+        arg_names: std::ptr::null_mut(),
+        arg_mappers: mappers,
+        tripcount: 0,
+        flags: 0,
+        num_teams: [teams.max(0) as u32, 0, 0],
+        thread_limit: [threads.max(0) as u32, 0, 0],
+        dyn_cgroup_mem: 0,
+    };
+    // SAFETY: forwarded.
+    unsafe { __tgt_target_kernel(ident, device_id, teams, threads, region_id, &mut args) }
+}
+
+macro_rules! legacy_targets {
+    ($($name:ident($($extra:ident: $t:ty),*) => $call:expr;)*) => {$(
+        /// # Safety
+        /// Arrays of `arg_num` elements, as clang passes them.
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments, unused_variables)]
+        pub unsafe extern "C" fn $name($($extra: $t,)*) -> i32 {
+            // SAFETY: forwarded; the caller passes clang's arrays.
+            unsafe { $call }
+        }
+    )*};
+}
+legacy_targets! {
+    __tgt_target(device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => legacy_target(std::ptr::null_mut(), device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), 0, 0);
+    __tgt_target_nowait(device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => legacy_target(std::ptr::null_mut(), device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), 0, 0);
+    __tgt_target_mapper(ident: *mut Ident, device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void) => legacy_target(ident, device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers, 0, 0);
+    __tgt_target_nowait_mapper(ident: *mut Ident, device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => legacy_target(ident, device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers, 0, 0);
+    __tgt_target_teams(device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, team_num: i32, thread_limit: i32) => legacy_target(std::ptr::null_mut(), device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), team_num, thread_limit);
+    __tgt_target_teams_nowait(device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, team_num: i32, thread_limit: i32, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => legacy_target(std::ptr::null_mut(), device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), team_num, thread_limit);
+    __tgt_target_teams_mapper(ident: *mut Ident, device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, team_num: i32, thread_limit: i32) => legacy_target(ident, device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers, team_num, thread_limit);
+    __tgt_target_teams_nowait_mapper(ident: *mut Ident, device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, team_num: i32, thread_limit: i32, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => legacy_target(ident, device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers, team_num, thread_limit);
+}
+
+/// Which data operation a `__tgt_target_data_*` export performs.
+#[derive(Clone, Copy)]
+enum DataOp {
+    Begin,
+    End,
+    Update,
+}
+
+/// # Safety
+/// Arrays of `arg_num` elements, as clang passes them (mappers may be null).
+#[allow(clippy::too_many_arguments)]
+unsafe fn data_op(
+    op: DataOp,
+    ident: *mut Ident,
+    device_id: i64,
+    arg_num: i32,
+    bases: *mut *mut c_void,
+    begins: *mut *mut c_void,
+    sizes: *mut i64,
+    types: *mut i64,
+    mappers: *mut *mut c_void,
+) -> i32 {
+    guard("target data", OFFLOAD_FAIL, || {
+        // SAFETY: guaranteed by the caller.
+        let list = unsafe { MapList::from_raw(arg_num, bases, begins, sizes, types, mappers) };
+        match op {
+            // SAFETY: as above.
+            DataOp::Begin => unsafe { target::data_begin(ident, device_id, list, bases) },
+            DataOp::End => target::data_end(ident, device_id, list),
+            DataOp::Update => target::data_update(ident, device_id, list),
+        }
+    })
+}
+
+macro_rules! data_exports {
+    ($($name:ident($($extra:ident: $t:ty),*) => $call:expr;)*) => {$(
+        /// # Safety
+        /// Arrays of `arg_num` elements, as clang passes them.
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments, unused_variables)]
+        pub unsafe extern "C" fn $name($($extra: $t,)*) -> i32 {
+            // SAFETY: forwarded; the caller passes clang's arrays.
+            unsafe { $call }
+        }
+    )*};
+}
+data_exports! {
+    __tgt_target_data_begin(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => data_op(DataOp::Begin, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
+    __tgt_target_data_end(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => data_op(DataOp::End, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
+    __tgt_target_data_update(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => data_op(DataOp::Update, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
+    __tgt_target_data_begin_nowait(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::Begin, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
+    __tgt_target_data_end_nowait(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::End, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
+    __tgt_target_data_update_nowait(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::Update, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
+    __tgt_target_data_begin_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void) => data_op(DataOp::Begin, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers);
+    __tgt_target_data_end_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void) => data_op(DataOp::End, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers);
+    __tgt_target_data_update_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void) => data_op(DataOp::Update, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers);
+    __tgt_target_data_begin_nowait_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::Begin, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers);
+    __tgt_target_data_end_nowait_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::End, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers);
+    __tgt_target_data_update_nowait_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::Update, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_push_mapper_component(
+    _handle: *mut c_void,
+    base: *mut c_void,
+    begin: *mut c_void,
+    size: i64,
+    kind: i64,
+    _name: *mut c_void,
+) {
+    data::push_mapper_component(MapItem {
+        base,
+        begin,
+        size,
+        kind: MapType::from_bits_retain(kind as u64),
+        mapper: std::ptr::null_mut(),
+    });
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_mapper_num_components(_handle: *mut c_void) -> i64 {
+    data::mapper_num_components()
+}
+
+thread_local! {
+    static TRIPCOUNT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_push_target_tripcount(_device_id: i64, tripcount: u64) {
+    TRIPCOUNT.with(|t| t.set(tripcount));
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_push_target_tripcount_mapper(_ident: *mut Ident, _device_id: i64, tripcount: u64) {
+    TRIPCOUNT.with(|t| t.set(tripcount));
+}
+
+/// Every target construct completes inside its call, so nothing is ever pending.
+///
+/// # Safety
+/// `handle` is null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __tgt_target_nowait_query(handle: *mut *mut c_void) -> i32 {
+    if !handle.is_null() {
+        // SAFETY: guaranteed by the caller.
+        unsafe { *handle = std::ptr::null_mut() };
+    }
+    OFFLOAD_SUCCESS
+}
+
+/// Record-and-replay of kernels is an LLVM debugging feature this runtime does not offer.
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_activate_record_replay(_device_id: i64, _memory_size: u64, _addr: *mut c_void, _is_record: bool, _save_output: bool, _reqptr: *mut u64) -> i64 {
+    diag::error("kernel record/replay (LIBOMPTARGET_RECORD) is not supported by this runtime");
+    OFFLOAD_FAIL as i64
+}
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn __tgt_target_kernel_replay(
+    _ident: *mut Ident,
+    _device_id: i64,
+    _host_ptr: *mut c_void,
+    _device_memory: *mut c_void,
+    _device_memory_size: i64,
+    _tgt_args: *mut *mut c_void,
+    _tgt_offsets: *mut i64,
+    _num_args: i32,
+    _num_teams: i32,
+    _thread_limit: i32,
+    _loop_tripcount: u64,
+) -> i32 {
+    diag::error("kernel replay is not supported by this runtime");
+    OFFLOAD_FAIL
+}
+
+/// CUDA-style launches through OpenMP offload (`-fopenmp -x cuda`) are not supported.
+#[unsafe(no_mangle)]
+pub extern "C" fn llvmLaunchKernel(_func: *const c_void, _grid: u64, _grid_z: u32, _block: u64, _block_z: u32, _args: *mut *mut c_void, _shared: usize, _stream: *mut c_void) -> u32 {
+    diag::error("llvmLaunchKernel: CUDA-language kernels on the OpenMP runtime are not supported");
+    1
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __llvmPushCallConfiguration(_grid: u64, _grid_z: u32, _block: u64, _block_z: u32, _shared: usize, _stream: *mut c_void) -> u32 {
+    diag::error("__llvmPushCallConfiguration: CUDA-language kernels on the OpenMP runtime are not supported");
+    1
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __llvmPopCallConfiguration(_grid: *mut u64, _grid_z: *mut u32, _block: *mut u64, _block_z: *mut u32, _shared: *mut usize, _stream: *mut *mut c_void) -> u32 {
+    1
+}

@@ -1,0 +1,427 @@
+//! Process-wide state: the offload policy, the plugins and their devices (numbered globally in
+//! plugin order), and the libraries registered by `__tgt_register_lib`. Devices are opened and
+//! images loaded lazily, on a device's first use.
+
+use crate::diag::{self, debug, info};
+use rustomp_abi::{
+    BinDesc, EntryFlags, FptrMapEntry, OffloadBinaryEntry, OffloadBinaryHeader, OffloadBinaryStringEntry, OffloadEntry,
+    OFFLOAD_BINARY_MAGIC,
+};
+use rustomp_plugin::mapping::{MapEntry, MappingTable};
+use rustomp_plugin::{Device, ErrorKind, ImageInfo, LoadedImage, OffloadError, Plugin, Result, Symbol};
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+/// `OMP_TARGET_OFFLOAD`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Mandatory,
+    Disabled,
+    Default,
+}
+
+pub struct Runtime {
+    pub policy: Policy,
+    plugins: Vec<Box<dyn Plugin>>,
+    slots: Vec<DeviceSlot>,
+    libraries: Mutex<Vec<Library>>,
+    generation: AtomicU64,
+    pub requires: AtomicU64,
+}
+
+struct DeviceSlot {
+    plugin: usize,
+    index: usize,
+    state: OnceLock<std::result::Result<Arc<DeviceState>, OffloadError>>,
+}
+
+/// One registered executable or shared object.
+struct Library {
+    id: u64,
+    host_entries: Vec<OffloadEntry>,
+    images: Vec<RawImage>,
+}
+
+/// An image inside the registered program's memory (valid while the library is registered).
+#[derive(Clone)]
+struct RawImage {
+    start: usize,
+    len: usize,
+    triple: String,
+    arch: String,
+}
+
+// SAFETY: the entries' pointers refer to the registered program's static data, valid for the
+// whole registration, and are only read.
+unsafe impl Send for Library {}
+
+pub struct DeviceState {
+    pub id: usize,
+    pub backend: Box<dyn Device>,
+    table: Mutex<MappingTable>,
+    images: Mutex<DeviceImages>,
+    loaded_generation: AtomicU64,
+}
+
+#[derive(Default)]
+struct DeviceImages {
+    per_library: Vec<LoadedLibrary>,
+    kernels: HashMap<usize, (Arc<dyn LoadedImage>, Symbol, String)>,
+}
+
+struct LoadedLibrary {
+    library: u64,
+    image: Arc<dyn LoadedImage>,
+    kernels: Vec<usize>,
+    globals: Vec<usize>,
+    destructors: Vec<Symbol>,
+}
+
+impl DeviceState {
+    pub fn table(&self) -> MutexGuard<'_, MappingTable> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The kernel clang registered under host address `region_id`.
+    pub fn kernel(&self, region_id: usize) -> Option<(Arc<dyn LoadedImage>, Symbol, String)> {
+        let images = self.images.lock().unwrap_or_else(|e| e.into_inner());
+        images.kernels.get(&region_id).cloned()
+    }
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+pub fn runtime() -> &'static Runtime {
+    RUNTIME.get_or_init(Runtime::from_env)
+}
+
+impl Runtime {
+    fn from_env() -> Self {
+        diag::init_from_env();
+        let policy = match std::env::var("OMP_TARGET_OFFLOAD").map(|v| v.to_ascii_lowercase()) {
+            Ok(v) if v == "mandatory" => Policy::Mandatory,
+            Ok(v) if v == "disabled" => Policy::Disabled,
+            _ => Policy::Default,
+        };
+        let plugins: Vec<Box<dyn Plugin>> = if policy == Policy::Disabled {
+            Vec::new()
+        } else {
+            vec![Box::new(rustomp_host_plugin::HostPlugin::new())]
+        };
+        let mut slots = Vec::new();
+        for (p, plugin) in plugins.iter().enumerate() {
+            let count = plugin.number_of_devices();
+            if count == 0 {
+                if let Some(reason) = plugin.unavailable_reason() {
+                    info!(diag::infotype::LOAD_BINARY, "-", "plugin {} has no devices: {reason}", plugin.name());
+                }
+            }
+            for index in 0..count {
+                slots.push(DeviceSlot { plugin: p, index, state: OnceLock::new() });
+            }
+        }
+        debug!("{} device(s), policy {:?}", slots.len(), policy);
+        Self {
+            policy,
+            plugins,
+            slots,
+            libraries: Mutex::new(Vec::new()),
+            generation: AtomicU64::new(0),
+            requires: AtomicU64::new(0),
+        }
+    }
+
+    pub fn num_devices(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The device, opened and with every registered library's images loaded.
+    pub fn device(&self, id: usize) -> Result<Arc<DeviceState>> {
+        let slot = self.slots.get(id).ok_or_else(|| {
+            OffloadError::new(
+                ErrorKind::InvalidArgument,
+                format!("device {id} is not available ({} device(s) present)", self.slots.len()),
+            )
+        })?;
+        let state = slot
+            .state
+            .get_or_init(|| {
+                let plugin = &self.plugins[slot.plugin];
+                plugin.open_device(slot.index, id, self.slots.len()).map(|backend| {
+                    Arc::new(DeviceState {
+                        id,
+                        backend,
+                        table: Mutex::new(MappingTable::new()),
+                        images: Mutex::new(DeviceImages::default()),
+                        loaded_generation: AtomicU64::new(u64::MAX),
+                    })
+                })
+            })
+            .clone()?;
+        let generation = self.generation.load(Ordering::Acquire);
+        if state.loaded_generation.load(Ordering::Acquire) != generation {
+            self.load_images(&state, generation)?;
+        }
+        Ok(state)
+    }
+
+    pub fn register(&self, desc: &BinDesc) {
+        let host_entries = entries(desc.host_entries_begin, desc.host_entries_end);
+        let mut images = Vec::new();
+        for i in 0..desc.num_device_images.max(0) as usize {
+            // SAFETY: clang's descriptor holds `num_device_images` images.
+            let image = unsafe { &*desc.device_images.add(i) };
+            match parse_container(image.image_start as usize, image.image_end as usize) {
+                Ok(raw) => images.push(raw),
+                Err(why) => diag::error(&format!("device image {i} of the registered program: {why}")),
+            }
+        }
+        for entry in &host_entries {
+            if EntryFlags::from_bits_retain(entry.flags).contains(EntryFlags::REQUIRES) {
+                self.requires.fetch_or(entry.data, Ordering::Relaxed);
+            }
+        }
+        let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
+        let id = desc as *const BinDesc as u64;
+        debug!("registering library {id:#x}: {} image(s), {} entries", images.len(), host_entries.len());
+        libraries.push(Library { id, host_entries, images });
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    pub fn unregister(&self, desc: &BinDesc) {
+        let id = desc as *const BinDesc as u64;
+        for slot in &self.slots {
+            if let Some(Ok(state)) = slot.state.get() {
+                let mut images = state.images.lock().unwrap_or_else(|e| e.into_inner());
+                let mut table = state.table();
+                if info_enabled_table() {
+                    dump_table(state.id, &table);
+                }
+                let (gone, kept): (Vec<_>, Vec<_>) =
+                    std::mem::take(&mut images.per_library).into_iter().partition(|l| l.library == id);
+                images.per_library = kept;
+                for library in gone {
+                    for dtor in &library.destructors {
+                        // SAFETY: destructor entries take no arguments besides the launch env.
+                        let _ = unsafe { library.image.launch(*dtor, &[], &Default::default()) };
+                    }
+                    for region in library.kernels {
+                        images.kernels.remove(&region);
+                    }
+                    for global in library.globals {
+                        table.remove(global);
+                    }
+                }
+            }
+        }
+        let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
+        libraries.retain(|l| l.id != id);
+    }
+
+    fn load_images(&self, state: &DeviceState, generation: u64) -> Result<()> {
+        let libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut images = state.images.lock().unwrap_or_else(|e| e.into_inner());
+        if state.loaded_generation.load(Ordering::Acquire) == generation {
+            return Ok(());
+        }
+        let plugin = &self.plugins[self.slots[state.id].plugin];
+        for library in libraries.iter() {
+            if images.per_library.iter().any(|l| l.library == library.id) {
+                continue;
+            }
+            let candidate = library.images.iter().find(|raw| plugin.is_compatible(&raw.info()));
+            let Some(raw) = candidate else {
+                let found: Vec<String> = library.images.iter().map(|r| format!("{} {}", r.triple, r.arch)).collect();
+                info!(
+                    diag::infotype::LOAD_BINARY,
+                    state.id,
+                    "no image for this device ({} plugin) among [{}]",
+                    plugin.name(),
+                    found.join(", ")
+                );
+                continue;
+            };
+            let image: Arc<dyn LoadedImage> = Arc::from(state.backend.load_image(&raw.info())?);
+            info!(diag::infotype::LOAD_BINARY, state.id, "loaded image for {} {} ({} bytes)", raw.triple, raw.arch, raw.len);
+            let loaded = self.bind_entries(state, &mut images, library, image)?;
+            images.per_library.push(loaded);
+        }
+        state.loaded_generation.store(generation, Ordering::Release);
+        Ok(())
+    }
+
+    /// Resolves the library's host entries in a freshly loaded image.
+    fn bind_entries(
+        &self,
+        state: &DeviceState,
+        images: &mut DeviceImages,
+        library: &Library,
+        image: Arc<dyn LoadedImage>,
+    ) -> Result<LoadedLibrary> {
+        let mut loaded =
+            LoadedLibrary { library: library.id, image: image.clone(), kernels: vec![], globals: vec![], destructors: vec![] };
+        let mut indirect = Vec::new();
+        let mut constructors = Vec::new();
+        let mut table = state.table();
+        for entry in &library.host_entries {
+            let flags = EntryFlags::from_bits_retain(entry.flags);
+            if flags.contains(EntryFlags::REQUIRES) || entry.symbol_name.is_null() {
+                continue;
+            }
+            // SAFETY: clang's entry names are NUL-terminated static strings.
+            let name = unsafe { CStr::from_ptr(entry.symbol_name) }.to_string_lossy().into_owned();
+            let missing = || {
+                OffloadError::new(
+                    ErrorKind::SymbolNotFound,
+                    format!("device {}: symbol '{name}' of the registered program is not in its device image", state.id),
+                )
+            };
+            if flags.intersects(EntryFlags::INDIRECT | EntryFlags::INDIRECT_VTABLE) {
+                let symbol = image.symbol(&name).ok_or_else(missing)?;
+                let mut device_fn = 0u64;
+                // SAFETY: the device global holds the function's (or vtable's) device address.
+                unsafe {
+                    state.backend.copy_from_device(
+                        &mut device_fn as *mut u64 as *mut _,
+                        symbol.address,
+                        std::mem::size_of::<u64>(),
+                    )?
+                };
+                indirect.push(FptrMapEntry { host: entry.address as u64, device: device_fn });
+            } else if entry.size == 0 {
+                let symbol = image.symbol(&name).ok_or_else(missing)?;
+                if flags.contains(EntryFlags::DTOR) {
+                    loaded.destructors.push(symbol);
+                } else if flags.contains(EntryFlags::CTOR_OR_ENTER) {
+                    constructors.push(symbol);
+                } else {
+                    images.kernels.insert(entry.address as usize, (image.clone(), symbol, name));
+                    loaded.kernels.push(entry.address as usize);
+                }
+            } else {
+                let symbol = image.symbol(&name).ok_or_else(missing)?;
+                let host = entry.address as usize;
+                table.insert(MapEntry {
+                    host_begin: host,
+                    host_end: host + entry.size as usize,
+                    device_begin: symbol.address as usize,
+                    dynamic_refs: 1,
+                    hold_refs: 0,
+                    infinite: true,
+                    owned: false,
+                });
+                loaded.globals.push(host);
+            }
+        }
+        drop(table);
+        indirect.sort_unstable();
+        image.set_indirect_table(&indirect)?;
+        for ctor in constructors {
+            // SAFETY: constructor entries take no arguments besides the launch environment.
+            unsafe { image.launch(ctor, &[], &Default::default())? };
+        }
+        Ok(loaded)
+    }
+}
+
+fn info_enabled_table() -> bool {
+    diag::info_enabled(diag::infotype::DUMP_TABLE)
+}
+
+pub fn dump_table(device: usize, table: &MappingTable) {
+    if table.is_empty() {
+        eprintln!("omptarget device {device} info: OpenMP Host-Device pointer mappings table empty");
+        return;
+    }
+    eprintln!("omptarget device {device} info: OpenMP Host-Device pointer mappings after block");
+    eprintln!("omptarget device {device} info: Host Ptr           Target Ptr         Size (B) DynRefCount HoldRefCount");
+    for e in table.iter() {
+        let dynamic = if e.infinite { "INF".to_string() } else { e.dynamic_refs.to_string() };
+        eprintln!(
+            "omptarget device {device} info: {:#018x} {:#018x} {:<8} {:<11} {}",
+            e.host_begin,
+            e.device_begin,
+            e.host_end - e.host_begin,
+            dynamic,
+            e.hold_refs
+        );
+    }
+}
+
+fn entries(begin: *mut OffloadEntry, end: *mut OffloadEntry) -> Vec<OffloadEntry> {
+    if begin.is_null() || end <= begin {
+        return Vec::new();
+    }
+    let count = (end as usize - begin as usize) / std::mem::size_of::<OffloadEntry>();
+    // SAFETY: the linker-provided section bounds enclose `count` entries.
+    unsafe { std::slice::from_raw_parts(begin, count) }.to_vec()
+}
+
+impl RawImage {
+    fn info(&self) -> ImageInfo<'static> {
+        ImageInfo {
+            // SAFETY: the image lies in the registered program's memory while it is registered.
+            bytes: unsafe { std::slice::from_raw_parts(self.start as *const u8, self.len) },
+            triple: self.triple.clone(),
+            arch: self.arch.clone(),
+        }
+    }
+}
+
+/// Reads an `OffloadBinary` container, or takes a bare ELF image as is.
+fn parse_container(start: usize, end: usize) -> std::result::Result<RawImage, String> {
+    if start == 0 || end <= start {
+        return Err("empty image".into());
+    }
+    let len = end - start;
+    // SAFETY: the compiler-provided bounds enclose the image.
+    let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, len) };
+    if bytes.starts_with(b"\x7fELF") {
+        // A bare image: the ELF machine field says which device family it is for.
+        let machine = bytes.get(18..20).map_or(0, |m| u16::from_le_bytes([m[0], m[1]]));
+        let triple = match machine {
+            62 => "x86_64-pc-linux-gnu",
+            190 => "nvptx64-nvidia-cuda",
+            224 => "amdgcn-amd-amdhsa",
+            _ => "unknown",
+        };
+        return Ok(RawImage { start, len, triple: triple.into(), arch: String::new() });
+    }
+    let header_size = std::mem::size_of::<OffloadBinaryHeader>();
+    if len < header_size || bytes[..4] != OFFLOAD_BINARY_MAGIC {
+        return Err(format!("not an offload binary (no 0x10FF10AD magic; {len} bytes)"));
+    }
+    let read = |offset: usize, size: usize| -> std::result::Result<&[u8], String> {
+        bytes.get(offset..offset.checked_add(size).ok_or("offset overflow")?).ok_or_else(|| {
+            format!("corrupted offload binary: field at {offset}+{size} beyond its {len} bytes")
+        })
+    };
+    // SAFETY: `read` checked the bounds; the structs are plain integers (read unaligned).
+    let header: OffloadBinaryHeader = unsafe { std::ptr::read_unaligned(read(0, header_size)?.as_ptr() as *const _) };
+    let entry_bytes = read(header.entry_offset as usize, std::mem::size_of::<OffloadBinaryEntry>())?;
+    // SAFETY: as above.
+    let entry: OffloadBinaryEntry = unsafe { std::ptr::read_unaligned(entry_bytes.as_ptr() as *const _) };
+    let string_size = std::mem::size_of::<OffloadBinaryStringEntry>();
+    let c_string_at = |offset: u64| -> std::result::Result<String, String> {
+        let tail = bytes.get(offset as usize..).ok_or("string offset beyond the binary")?;
+        let end = tail.iter().position(|&b| b == 0).ok_or("unterminated string")?;
+        Ok(String::from_utf8_lossy(&tail[..end]).into_owned())
+    };
+    let (mut triple, mut arch) = (String::new(), String::new());
+    for i in 0..entry.num_strings as usize {
+        let at = entry.string_offset as usize + i * string_size;
+        // SAFETY: as above.
+        let pair: OffloadBinaryStringEntry = unsafe { std::ptr::read_unaligned(read(at, string_size)?.as_ptr() as *const _) };
+        let key = c_string_at(pair.key_offset)?;
+        let value = c_string_at(pair.value_offset)?;
+        match key.as_str() {
+            "triple" => triple = value,
+            "arch" => arch = value,
+            _ => {}
+        }
+    }
+    let image = read(entry.image_offset as usize, entry.image_size as usize)?;
+    Ok(RawImage { start: image.as_ptr() as usize, len: image.len(), triple, arch })
+}

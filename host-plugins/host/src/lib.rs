@@ -1,0 +1,210 @@
+//! The CPU plugin: runs `-fopenmp-targets=x86_64-pc-linux-gnu` images on the host.
+//!
+//! An image is an x86_64 ELF shared object; it is loaded from memory (`memfd_create` +
+//! `dlopen`), kernels and globals are found with `dlsym`, and a kernel is called with the launch
+//! environment followed by one 64-bit value per argument, the layout clang-22 emits for host
+//! offload. "Device" memory comes from the host heap but is distinct from the user's copy, so
+//! mapping mistakes show up exactly as on a GPU.
+
+mod call;
+
+use core::ffi::c_void;
+use rustomp_abi::{FptrMapEntry, KernelLaunchEnvironment};
+use rustomp_plugin::{
+    AllocKind, Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin, Result, Symbol,
+};
+use std::ffi::{CStr, CString};
+use std::sync::Mutex;
+
+/// The triple of images this plugin runs.
+pub const TRIPLE: &str = "x86_64-pc-linux-gnu";
+/// Devices reported, as LLVM's host plugin does; `RUSTOMP_HOST_DEVICES` overrides.
+const DEFAULT_DEVICES: usize = 4;
+
+pub struct HostPlugin {
+    devices: usize,
+}
+
+impl HostPlugin {
+    pub fn new() -> Self {
+        let devices = std::env::var("RUSTOMP_HOST_DEVICES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_DEVICES);
+        Self { devices }
+    }
+}
+
+impl Default for HostPlugin {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Plugin for HostPlugin {
+    fn name(&self) -> &str {
+        "host"
+    }
+    fn number_of_devices(&self) -> usize {
+        self.devices
+    }
+    fn is_compatible(&self, image: &ImageInfo<'_>) -> bool {
+        let triple_ok = image.triple.starts_with("x86_64") && image.triple.contains("linux");
+        triple_ok && image.bytes.starts_with(b"\x7fELF")
+    }
+    fn open_device(&self, index: usize, global: usize, _total: usize) -> Result<Box<dyn Device>> {
+        Ok(Box::new(HostDevice { index, global }))
+    }
+}
+
+pub struct HostDevice {
+    index: usize,
+    global: usize,
+}
+
+impl Device for HostDevice {
+    fn alloc(&self, bytes: usize, _kind: AllocKind) -> Result<*mut c_void> {
+        // SAFETY: malloc accepts any size and returns null on failure.
+        let ptr = unsafe { libc::malloc(bytes.max(1)) };
+        if ptr.is_null() {
+            return Err(OffloadError::new(
+                ErrorKind::OutOfMemory,
+                format!("device {} (host plugin): cannot allocate {bytes} bytes", self.global),
+            ));
+        }
+        Ok(ptr)
+    }
+    fn free(&self, ptr: *mut c_void, _kind: AllocKind) -> Result<()> {
+        // SAFETY: the front only frees pointers this device allocated.
+        unsafe { libc::free(ptr) };
+        Ok(())
+    }
+    unsafe fn copy_to_device(&self, device: *mut c_void, host: *const c_void, bytes: usize) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges; they may overlap only if identical.
+        unsafe { std::ptr::copy(host as *const u8, device as *mut u8, bytes) };
+        Ok(())
+    }
+    unsafe fn copy_from_device(&self, host: *mut c_void, device: *const c_void, bytes: usize) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { std::ptr::copy(device as *const u8, host as *mut u8, bytes) };
+        Ok(())
+    }
+    unsafe fn copy_within_device(&self, dst: *mut c_void, src: *const c_void, bytes: usize) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
+        Ok(())
+    }
+    fn load_image(&self, image: &ImageInfo<'_>) -> Result<Box<dyn LoadedImage>> {
+        HostImage::load(image.bytes, self.global).map(|i| Box::new(i) as Box<dyn LoadedImage>)
+    }
+    fn shares_host_memory(&self) -> bool {
+        true
+    }
+    fn describe(&self) -> String {
+        format!("device {}: host plugin device {} ({TRIPLE}, {} CPUs)", self.global, self.index, num_cpus())
+    }
+}
+
+fn num_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn dl_error() -> String {
+    // SAFETY: dlerror returns null or a NUL-terminated thread-local string.
+    let msg = unsafe { libc::dlerror() };
+    if msg.is_null() {
+        "unknown dynamic loader error".into()
+    } else {
+        // SAFETY: non-null and NUL-terminated, see above.
+        unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned()
+    }
+}
+
+/// A loaded x86_64 image: the `dlopen` handle.
+pub struct HostImage {
+    handle: *mut c_void,
+    device: usize,
+    indirect_table: Mutex<Vec<FptrMapEntry>>,
+}
+
+// SAFETY: the handle is only used with dlsym/dlclose, which are thread-safe.
+unsafe impl Send for HostImage {}
+// SAFETY: as above.
+unsafe impl Sync for HostImage {}
+
+impl HostImage {
+    fn load(bytes: &[u8], device: usize) -> Result<Self> {
+        let fail = |why: String| {
+            OffloadError::new(ErrorKind::InvalidImage, format!("device {device} (host plugin): cannot load image: {why}"))
+        };
+        // SAFETY: the name is a valid C string; flags are valid.
+        let fd = unsafe { libc::memfd_create(c"rustomp-offload-image".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(fail(format!("memfd_create: {}", std::io::Error::last_os_error())));
+        }
+        let mut written = 0;
+        while written < bytes.len() {
+            // SAFETY: fd is open; the range lies inside `bytes`.
+            let n = unsafe { libc::write(fd, bytes[written..].as_ptr() as *const c_void, bytes.len() - written) };
+            if n <= 0 {
+                // SAFETY: fd is open.
+                unsafe { libc::close(fd) };
+                return Err(fail(format!("writing the image: {}", std::io::Error::last_os_error())));
+            }
+            written += n as usize;
+        }
+        let path = CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a path we formatted");
+        // SAFETY: a valid path; the loader validates the ELF itself and reports errors.
+        let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        // SAFETY: fd is open; dlopen keeps its own mapping.
+        unsafe { libc::close(fd) };
+        if handle.is_null() {
+            return Err(fail(dl_error()));
+        }
+        Ok(Self { handle, device, indirect_table: Mutex::new(Vec::new()) })
+    }
+}
+
+impl Drop for HostImage {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from dlopen and is closed once.
+        unsafe { libc::dlclose(self.handle) };
+    }
+}
+
+impl LoadedImage for HostImage {
+    fn symbol(&self, name: &str) -> Option<Symbol> {
+        let name = CString::new(name).ok()?;
+        // SAFETY: a valid handle and C string.
+        let address = unsafe { libc::dlsym(self.handle, name.as_ptr()) };
+        (!address.is_null()).then_some(Symbol { address, size: 0 })
+    }
+
+    unsafe fn launch(&self, kernel: Symbol, args: &[*mut c_void], _config: &LaunchConfig) -> Result<()> {
+        // Host images ignore the launch environment; give them a valid, empty one.
+        let mut launch_env = KernelLaunchEnvironment {
+            reduction_cnt: 0,
+            reduction_iter_cnt: 0,
+            reduction_buffer: std::ptr::null_mut(),
+        };
+        let mut values: Vec<u64> = Vec::with_capacity(args.len() + 1);
+        values.push(&mut launch_env as *mut KernelLaunchEnvironment as u64);
+        values.extend(args.iter().map(|&a| a as u64));
+        if kernel.address.is_null() {
+            return Err(OffloadError::new(
+                ErrorKind::LaunchFailed,
+                format!("device {}: kernel address is null", self.device),
+            ));
+        }
+        // SAFETY: the caller guarantees the kernel takes these values; `call` passes them per
+        // the SysV calling convention.
+        unsafe { call::call_with_u64_args(kernel.address, &values) };
+        Ok(())
+    }
+
+    fn set_indirect_table(&self, table: &[FptrMapEntry]) -> Result<()> {
+        // Host code can call host function pointers directly; keep the table for inspection.
+        *self.indirect_table.lock().unwrap_or_else(|e| e.into_inner()) = table.to_vec();
+        Ok(())
+    }
+}

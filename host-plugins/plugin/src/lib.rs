@@ -1,0 +1,158 @@
+//! The contract between the host runtime and its device backends, and the device-independent
+//! layer above it.
+//!
+//! A backend (`host`, `cuda`, ...) implements [`Plugin`] and [`Device`]: how to allocate, copy,
+//! load an image and launch. Everything else, the mapping table with its reference counts, the
+//! copy decisions, and the error reporting, lives once in [`mapping`] and in the front.
+//!
+//! Errors: every fallible call returns [`OffloadError`], which keeps a stable [`ErrorKind`] and a
+//! message naming the device, pointer or image involved. Only the front's `extern "C"` shims
+//! turn it into an integer.
+
+pub mod mapping;
+
+use core::ffi::c_void;
+use std::fmt;
+
+/// Stable error classes (the front maps them to return codes and messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The device ran out of memory or refused an allocation.
+    OutOfMemory,
+    /// An image could not be read or loaded.
+    InvalidImage,
+    /// A kernel or global is not in the loaded image.
+    SymbolNotFound,
+    /// A launch failed or the kernel faulted.
+    LaunchFailed,
+    /// A copy between host and device failed.
+    TransferFailed,
+    /// A map clause asked for something the mapping table cannot do.
+    MappingError,
+    /// The driver or device is unavailable.
+    DeviceUnavailable,
+    /// Argument values that cannot be right (unknown device, null where required).
+    InvalidArgument,
+    /// The feature exists in OpenMP but this runtime or device does not provide it.
+    Unsupported,
+}
+
+#[derive(Debug, Clone)]
+pub struct OffloadError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl OffloadError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+}
+
+impl fmt::Display for OffloadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for OffloadError {}
+
+pub type Result<T> = std::result::Result<T, OffloadError>;
+
+/// Where an allocation should live (`omp_target_alloc` flavours and `llvm_omp_target_alloc_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocKind {
+    Device,
+    Host,
+    Shared,
+}
+
+/// What an image container says about its contents.
+#[derive(Debug, Clone)]
+pub struct ImageInfo<'a> {
+    /// The raw image (ELF shared object, cubin, hsaco) without the container.
+    pub bytes: &'a [u8],
+    pub triple: String,
+    pub arch: String,
+}
+
+/// A kernel or global in a loaded image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Symbol {
+    pub address: *mut c_void,
+    pub size: usize,
+}
+
+// SAFETY: a symbol is an address in a loaded image, valid on any thread while the image is
+// loaded; it is never dereferenced through this type.
+unsafe impl Send for Symbol {}
+// SAFETY: as above.
+unsafe impl Sync for Symbol {}
+
+/// Launch geometry asked for by the construct (0 = let the backend choose).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LaunchConfig {
+    pub num_teams: u32,
+    pub thread_limit: u32,
+    pub dyn_shared_bytes: u32,
+    pub tripcount: u64,
+}
+
+/// A device backend: the kinds of device one driver provides.
+pub trait Plugin: Send + Sync {
+    /// Short name (`host`, `cuda`), used in messages.
+    fn name(&self) -> &str;
+    /// Devices this plugin drives; 0 with a reason in `unavailable_reason` when none.
+    fn number_of_devices(&self) -> usize;
+    /// Why there are no devices (missing driver, no GPU), for `LIBOMPTARGET_INFO`.
+    fn unavailable_reason(&self) -> Option<String> {
+        None
+    }
+    /// Whether this plugin can run `image` at all.
+    fn is_compatible(&self, image: &ImageInfo<'_>) -> bool;
+    /// Opens device `index` (0-based within this plugin).
+    fn open_device(&self, index: usize, global_device_number: usize, total_devices: usize)
+        -> Result<Box<dyn Device>>;
+}
+
+/// One device. Pointers returned by `alloc` are device addresses: the front never dereferences
+/// them, it only passes them back to this device.
+pub trait Device: Send + Sync {
+    fn alloc(&self, bytes: usize, kind: AllocKind) -> Result<*mut c_void>;
+    fn free(&self, ptr: *mut c_void, kind: AllocKind) -> Result<()>;
+    /// # Safety
+    /// `host` is readable for `bytes`; `device` came from this device and holds `bytes`.
+    unsafe fn copy_to_device(&self, device: *mut c_void, host: *const c_void, bytes: usize) -> Result<()>;
+    /// # Safety
+    /// `host` is writable for `bytes`; `device` came from this device and holds `bytes`.
+    unsafe fn copy_from_device(&self, host: *mut c_void, device: *const c_void, bytes: usize) -> Result<()>;
+    /// # Safety
+    /// Both ranges are device memory of this device holding `bytes`.
+    unsafe fn copy_within_device(&self, dst: *mut c_void, src: *const c_void, bytes: usize) -> Result<()>;
+    /// Loads an image and returns a handle to look up its symbols.
+    fn load_image(&self, image: &ImageInfo<'_>) -> Result<Box<dyn LoadedImage>>;
+    /// Waits until everything queued on this device finished.
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+    /// Whether device memory is the host's (the CPU plugin), so host pointers are accessible.
+    fn shares_host_memory(&self) -> bool {
+        false
+    }
+    /// One line describing the device (`__tgt_print_device_info`).
+    fn describe(&self) -> String;
+}
+
+/// An image loaded on one device.
+pub trait LoadedImage: Send + Sync {
+    /// A global (size > 0) or a kernel entry (size 0) by name.
+    fn symbol(&self, name: &str) -> Option<Symbol>;
+    /// Launches kernel `kernel` (from `symbol`) with the given argument values.
+    ///
+    /// # Safety
+    /// `args` are the values the kernel expects (device pointers or literals), one per parameter
+    /// after the launch environment.
+    unsafe fn launch(&self, kernel: Symbol, args: &[*mut c_void], config: &LaunchConfig) -> Result<()>;
+    /// Publishes the sorted indirect-call table to the image.
+    fn set_indirect_table(&self, table: &[rustomp_abi::FptrMapEntry]) -> Result<()>;
+}
