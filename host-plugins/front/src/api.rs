@@ -66,6 +66,9 @@ pub unsafe extern "C" fn omp_get_device_from_uid(uid: *const c_char) -> i32 {
 }
 
 fn alloc(size: usize, device_num: i32, kind: AllocKind) -> *mut c_void {
+    if size == 0 {
+        return std::ptr::null_mut(); // as the OpenMP spec and LLVM do for zero bytes
+    }
     if device_num == initial_device() {
         // SAFETY: malloc accepts any size.
         return unsafe { libc::malloc(size) };

@@ -101,7 +101,15 @@ fn mapping_error(device: &DeviceState, loc: &str, what: String) -> OffloadError 
 
 /// Maps one item: finds or creates its entry, counts the reference, copies when due.
 /// Returns the device address of `begin`.
-fn map_one(device: &DeviceState, item: &MapItem, update_ref: bool, loc: &str) -> Result<usize> {
+/// `fresh` collects the entries this construct created: members of a struct (which share
+/// their parent's entry without counting a reference) are copied in when the entry is fresh.
+fn map_one(
+    device: &DeviceState,
+    item: &MapItem,
+    update_ref: bool,
+    fresh: &mut Vec<usize>,
+    loc: &str,
+) -> Result<usize> {
     let begin = item.begin as usize;
     let size = item.size.max(0) as usize;
     let hold = item.kind.contains(MapType::OMPX_HOLD);
@@ -114,7 +122,8 @@ fn map_one(device: &DeviceState, item: &MapItem, update_ref: bool, loc: &str) ->
             }
             let device_address = entry.device_address(begin);
             info!(diag::infotype::MAPPING_EXISTS, device.id, "mapping exists: host {begin:#x} -> device {device_address:#x}, {size} bytes");
-            if item.kind.contains(MapType::TO) && item.kind.contains(MapType::ALWAYS) && size > 0 {
+            let first_use = !update_ref && fresh.contains(&key);
+            if item.kind.contains(MapType::TO) && (item.kind.contains(MapType::ALWAYS) || first_use) && size > 0 {
                 // SAFETY: the host range is the user's mapped object; the device range lies in the entry.
                 unsafe { device.backend.copy_to_device(device_address as *mut c_void, item.begin, size)? };
             }
@@ -140,11 +149,12 @@ fn map_one(device: &DeviceState, item: &MapItem, update_ref: bool, loc: &str) ->
                     format!("'present' map of host address {begin:#x} ({size} bytes), which is not mapped"),
                 ));
             }
-            let device_begin = if size == 0 && item.kind.contains(MapType::IMPLICIT) {
+            if size == 0 {
+                // A zero-length section maps nothing; the region sees the host address.
                 return Ok(begin);
-            } else {
-                device.backend.alloc(size, AllocKind::Device)? as usize
-            };
+            }
+            let device_begin = device.backend.alloc(size, AllocKind::Device)? as usize;
+            fresh.push(begin);
             table.insert(MapEntry {
                 host_begin: begin,
                 host_end: begin + size,
@@ -189,6 +199,7 @@ fn attach(device: &DeviceState, pointer_location: usize, pointee: usize) -> Resu
 /// `return_bases` receives device addresses for `use_device_ptr`/`use_device_addr` items.
 pub fn begin(device: &DeviceState, items: &[MapItem], mut return_bases: Option<&mut [*mut c_void]>, loc: &str) -> Result<()> {
     let mut attachments = Vec::new();
+    let mut fresh = Vec::new();
     for (i, item) in items.iter().enumerate() {
         if skip_for_mapping(item.kind) {
             continue;
@@ -206,12 +217,12 @@ pub fn begin(device: &DeviceState, items: &[MapItem], mut return_bases: Option<&
                 kind: MapType::empty() | (item.kind & MapType::OMPX_HOLD),
                 mapper: std::ptr::null_mut(),
             };
-            map_one(device, &pointer, update_ref, loc)?;
-            map_one(device, item, true, loc)?;
+            map_one(device, &pointer, update_ref, &mut fresh, loc)?;
+            map_one(device, item, true, &mut fresh, loc)?;
             // For PTR_AND_OBJ clang's base is the host address of the pointer variable.
             attachments.push((item.base as usize, item.begin as usize));
         } else {
-            let device_begin = map_one(device, item, update_ref, loc)?;
+            let device_begin = map_one(device, item, update_ref, &mut fresh, loc)?;
             if item.kind.contains(MapType::RETURN_PARAM) {
                 if let Some(bases) = return_bases.as_deref_mut() {
                     let delta = (item.base as usize).wrapping_sub(item.begin as usize);
@@ -255,8 +266,10 @@ fn unmap_one(device: &DeviceState, item: &MapItem, update_ref: bool, frees: &mut
         }
     }
     let last = !entry.infinite && entry.total_refs() == 0;
+    // A struct member's entry loses its parent's reference later in this same construct.
+    let last_use = last || (!update_ref && !entry.infinite && entry.total_refs() == 1);
     let device_address = entry.device_address(begin);
-    if item.kind.contains(MapType::FROM) && (last || item.kind.contains(MapType::ALWAYS)) && size > 0 {
+    if item.kind.contains(MapType::FROM) && (last_use || item.kind.contains(MapType::ALWAYS)) && size > 0 {
         // SAFETY: the host range is the user's object; the device range lies in the entry.
         unsafe { device.backend.copy_from_device(item.begin, device_address as *const c_void, size)? };
     }

@@ -37,8 +37,8 @@ pub fn resolve(device_id: i64, loc: &str) -> Option<Arc<DeviceState>> {
     if rt.policy == Policy::Disabled {
         return None;
     }
-    if id == rt.num_devices() as i64 && rt.policy != Policy::Mandatory {
-        return None; // the initial device: run on the host
+    if id == rt.num_devices() as i64 {
+        return None; // the initial device: the construct runs on the host, under any policy
     }
     let result = if id < 0 {
         Err(OffloadError::new(rustomp_plugin::ErrorKind::InvalidArgument, format!("device number {id} is not valid")))
