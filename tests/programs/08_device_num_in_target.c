@@ -10,9 +10,10 @@ int main(void) {
   if (nd < 1) FAIL("no devices");
   if (omp_get_device_num() != omp_get_initial_device()) FAIL("host omp_get_device_num() != initial device");
   for (int d = 0; d < nd; d++) {
-    int got = -1;
-#pragma omp target device(d) map(from: got)
-    got = omp_get_device_num();
+    int got = -1, init = -1;
+#pragma omp target device(d) map(from: got, init)
+    { got = omp_get_device_num(); init = omp_is_initial_device(); }
+    if (init != 0) FAIL("device(%d): region ran on the host", d);
     if (got != d) FAIL("device(%d): omp_get_device_num() inside returned %d", d, got);
   }
   return 0;

@@ -5,14 +5,19 @@
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 
 int main(void) {
+  int offdev = 0;
   int dev = omp_get_default_device();
   int a[32];
   for (int i = 0; i < 32; i++) a[i] = i;
 #pragma omp target enter data map(to: a)
 #pragma omp target enter data map(to: a) // refcount 2, no new copy
 #pragma omp target enter data map(to: a) // refcount 3
-#pragma omp target
-  for (int i = 0; i < 32; i++) a[i] += 1000; // a is present: device copy only
+#pragma omp target map(tofrom: offdev)
+  {
+    offdev |= omp_is_initial_device();
+    for (int i = 0; i < 32; i++) a[i] += 1000; // a is present: device copy only
+  }
+  if (offdev) FAIL("target region ran on the host");
 #pragma omp target exit data map(release: a)
   if (!omp_target_is_present(a, dev)) FAIL("a removed after first release (refcount was 3)");
 #pragma omp target exit data map(from: a) // refcount 2->1: no copy back yet

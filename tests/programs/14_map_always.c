@@ -5,12 +5,17 @@
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 
 int main(void) {
+  int offdev = 0;
   int x = 1, seen = -1;
 #pragma omp target data map(to: x)
   {
     x = 2; // host change
-#pragma omp target map(to: x) map(from: seen)
-    seen = x; // present, no transfer: device still has 1
+#pragma omp target map(to: x) map(from: seen) map(tofrom: offdev)
+    {
+      offdev |= omp_is_initial_device();
+      seen = x; // present, no transfer: device still has 1
+    }
+    if (offdev) FAIL("target region ran on the host");
     if (seen != 1) FAIL("map(to:) of present data transferred (seen=%d, expected 1)", seen);
 #pragma omp target map(always, to: x) map(from: seen)
     seen = x;

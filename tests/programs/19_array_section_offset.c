@@ -6,11 +6,16 @@
 #define N 100
 
 int main(void) {
+  int offdev = 0;
   int dev = omp_get_default_device();
   int a[N];
   for (int i = 0; i < N; i++) a[i] = i;
-#pragma omp target map(tofrom: a[10:20])
-  for (int i = 10; i < 30; i++) a[i] = -a[i];
+#pragma omp target map(tofrom: a[10:20]) map(tofrom: offdev)
+  {
+    offdev |= omp_is_initial_device();
+    for (int i = 10; i < 30; i++) a[i] = -a[i];
+  }
+  if (offdev) FAIL("target region ran on the host");
   for (int i = 0; i < N; i++) {
     int want = (i >= 10 && i < 30) ? -i : i;
     if (a[i] != want) FAIL("a[%d]=%d expected %d", i, a[i], want);

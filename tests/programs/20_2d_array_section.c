@@ -9,12 +9,17 @@
 int m[R][C];
 
 int main(void) {
+  int offdev = 0;
   int dev = omp_get_default_device();
   for (int i = 0; i < R; i++)
     for (int j = 0; j < C; j++) m[i][j] = i * 100 + j;
-#pragma omp target map(tofrom: m[2:3][0:C])
-  for (int i = 2; i < 5; i++)
-    for (int j = 0; j < C; j++) m[i][j] = -m[i][j];
+#pragma omp target map(tofrom: m[2:3][0:C]) map(tofrom: offdev)
+  {
+    offdev |= omp_is_initial_device();
+    for (int i = 2; i < 5; i++)
+      for (int j = 0; j < C; j++) m[i][j] = -m[i][j];
+  }
+  if (offdev) FAIL("target region ran on the host");
   for (int i = 0; i < R; i++)
     for (int j = 0; j < C; j++) {
       int want = (i >= 2 && i < 5) ? -(i * 100 + j) : i * 100 + j;

@@ -6,16 +6,19 @@
 #define N 64
 
 int main(void) {
+  int offdev = 0;
   int *p = malloc(N * sizeof(int));
   int *orig = p;
   for (int i = 0; i < N; i++) p[i] = i;
   long devaddr = 0;
   // map(tofrom: p[0:N]): p inside is the device address of the pointee
-#pragma omp target map(tofrom: p[0:N]) map(from: devaddr)
+#pragma omp target map(tofrom: p[0:N]) map(from: devaddr) map(tofrom: offdev)
   {
+    offdev |= omp_is_initial_device();
     devaddr = (long)p;
     for (int i = 0; i < N; i++) p[i] += 1;
   }
+  if (offdev) FAIL("target region ran on the host");
   if (devaddr == (long)orig) FAIL("pointer not translated to device address");
   if (p != orig) FAIL("host pointer variable changed");
   for (int i = 0; i < N; i++)

@@ -5,13 +5,18 @@
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 
 int main(void) {
+  int offdev = 0;
   int dev = omp_get_default_device();
   int x = 1;
 #pragma omp target data map(ompx_hold, tofrom: x)
   {
 #pragma omp target enter data map(to: x) // dynamic refcount 1, no transfer
-#pragma omp target map(tofrom: x)
-    x = 2;
+#pragma omp target map(tofrom: x) map(tofrom: offdev)
+    {
+      offdev |= omp_is_initial_device();
+      x = 2;
+    }
+    if (offdev) FAIL("target region ran on the host");
 #pragma omp target exit data map(delete: x)
     if (!omp_target_is_present(&x, dev)) FAIL("held mapping removed by exit data map(delete:)");
     if (x != 1) FAIL("exit data delete copied back (x=%d)", x);

@@ -6,13 +6,18 @@
 #define N 40
 
 int main(void) {
+  int offdev = 0;
   int a[N], s = 0;
   for (int i = 0; i < N; i++) a[i] = i;
 #pragma omp target data map(to: a)
   {
     for (int i = 0; i < N; i++) a[i] = 100 + i;
-#pragma omp target map(from: s)
-    { s = 0; for (int i = 0; i < N; i++) s += a[i]; }
+#pragma omp target map(from: s) map(tofrom: offdev)
+    {
+      offdev |= omp_is_initial_device();
+      { s = 0; for (int i = 0; i < N; i++) s += a[i]; }
+    }
+    if (offdev) FAIL("target region ran on the host");
     if (s != N * (N - 1) / 2) FAIL("device saw host change without update: s=%d", s);
 #pragma omp target update to(a)
 #pragma omp target map(from: s)

@@ -9,11 +9,16 @@
 int m[6][8];
 
 int main(void) {
+  int offdev = 0;
   int a[N];
   for (int i = 0; i < N; i++) a[i] = i;
 #pragma omp target enter data map(to: a)
-#pragma omp target
-  for (int i = 0; i < N; i++) a[i] = 100 + i;
+#pragma omp target map(tofrom: offdev)
+  {
+    offdev |= omp_is_initial_device();
+    for (int i = 0; i < N; i++) a[i] = 100 + i;
+  }
+  if (offdev) FAIL("target region ran on the host");
 #pragma omp target update from(a[0:4:2]) // elements 0,2,4,6
   for (int i = 0; i < N; i++) {
     int want = (i < 8 && i % 2 == 0) ? 100 + i : i;

@@ -10,12 +10,17 @@
 int m[R][C];
 
 int main(void) {
+  int offdev = 0;
   for (int i = 0; i < R; i++)
     for (int j = 0; j < C; j++) m[i][j] = i * C + j;
 #pragma omp target enter data map(to: m)
-#pragma omp target
-  for (int i = 0; i < R; i++)
-    for (int j = 0; j < C; j++) m[i][j] = 1000 + i * C + j;
+#pragma omp target map(tofrom: offdev)
+  {
+    offdev |= omp_is_initial_device();
+    for (int i = 0; i < R; i++)
+      for (int j = 0; j < C; j++) m[i][j] = 1000 + i * C + j;
+  }
+  if (offdev) FAIL("target region ran on the host");
 #pragma omp target update from(m[1:3][2:4]) // rows 1..3, cols 2..5
   for (int i = 0; i < R; i++)
     for (int j = 0; j < C; j++) {

@@ -6,6 +6,7 @@
 #define N 100
 
 int main(void) {
+  int offdev = 0;
   int dev = omp_get_default_device(), host = omp_get_initial_device();
   int *a = malloc(N * sizeof(int)), *orig = a;
   for (int i = 0; i < N; i++) a[i] = i;
@@ -24,8 +25,12 @@ int main(void) {
     for (int i = 0; i < N; i++) src[i] = 7 * i;
     if (omp_target_memcpy(dptr, src, sizeof(src), 0, 0, dev, host)) FAIL("omp_target_memcpy failed");
     int sum = 0;
-#pragma omp target map(tofrom: sum)
-    for (int i = 0; i < N; i++) sum += a[i];
+#pragma omp target map(tofrom: sum) map(tofrom: offdev)
+    {
+      offdev |= omp_is_initial_device();
+      for (int i = 0; i < N; i++) sum += a[i];
+    }
+    if (offdev) FAIL("target region ran on the host");
     if (sum != 7 * N * (N - 1) / 2) FAIL("device did not see data written via device pointer: %d", sum);
     // is_device_ptr with the obtained pointer
 #pragma omp target is_device_ptr(dptr)

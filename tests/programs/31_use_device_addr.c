@@ -25,6 +25,11 @@ int main(void) {
     for (int i = 0; i < 10; i++) vals[i] = 100 + i;
     if (omp_target_memcpy(aa, vals, sizeof vals, 0, 0, dev, host)) FAIL("memcpy to device arr failed");
     if (x != 5 || arr[3] != 3) FAIL("host copies modified by device memcpy");
+    int seen = -1, onhost = -1;
+#pragma omp target map(tofrom: x) map(from: seen, onhost)
+    { seen = x; onhost = omp_is_initial_device(); }
+    if (onhost) FAIL("target region ran on the host");
+    if (seen != 42) FAIL("device x=%d after memcpy through use_device_addr address", seen);
   }
   if (x != 42) FAIL("x=%d expected 42", x);
   for (int i = 0; i < 10; i++)

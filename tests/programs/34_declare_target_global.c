@@ -35,6 +35,12 @@ int main(void) {
 #pragma omp target map(from: seen)
   seen = g;
   if (seen != 7) FAIL("target update to(g): device g=%d", seen);
+  // declare target variables have an infinite reference count: exit data does not remove them
+#pragma omp target exit data map(delete: g)
+  if (!omp_target_is_present(&g, dev)) FAIL("map(delete:) removed a declare target global");
+#pragma omp target map(from: seen)
+  seen = g;
+  if (seen != 7) FAIL("declare target g changed after exit data delete: %d", seen);
   double s = 0;
 #pragma omp target map(tofrom: s)
   for (int i = 0; i < 4; i++) { s += gd[i]; gd[i] = 0; }

@@ -10,14 +10,19 @@ int steps;
 #pragma omp declare target(grid, steps)
 
 int main(void) {
+  int offdev = 0;
   for (int i = 0; i < N; i++) grid[i] = (float)i;
   steps = 0;
 #pragma omp target update to(grid, steps)
   for (int it = 0; it < 10; it++) {
 #pragma omp target teams distribute parallel for
     for (int i = 0; i < N; i++) grid[i] += 1.0f;
-#pragma omp target
-    steps++;
+#pragma omp target map(tofrom: offdev)
+    {
+      offdev |= omp_is_initial_device();
+      steps++;
+    }
+    if (offdev) FAIL("target region ran on the host");
   }
   if (grid[3] != 3.0f || steps != 0) FAIL("host copies modified by device regions");
 #pragma omp target update from(steps)

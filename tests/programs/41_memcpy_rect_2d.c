@@ -7,6 +7,7 @@
 #define C 12
 
 int main(void) {
+  int offdev = 0;
   int dev = omp_get_default_device(), host = omp_get_initial_device();
   static double src[R][C], dst[R][C];
   for (int i = 0; i < R; i++)
@@ -20,8 +21,12 @@ int main(void) {
   size_t ddim[2] = {6, 8}, sdim[2] = {R, C};
   if (omp_target_memcpy_rect(d, src, sizeof(double), 2, vol, doff, soff, ddim, sdim, dev, host))
     FAIL("memcpy_rect h->d failed");
-#pragma omp target is_device_ptr(d)
-  for (int k = 0; k < 48; k++) d[k] += 0.5;
+#pragma omp target is_device_ptr(d) map(tofrom: offdev)
+  {
+    offdev |= omp_is_initial_device();
+    for (int k = 0; k < 48; k++) d[k] += 0.5;
+  }
+  if (offdev) FAIL("target region ran on the host");
   // copy the whole device matrix back into dst at [4][4]
   size_t vol2[2] = {6, 8}, doff2[2] = {4, 4}, soff2[2] = {0, 0};
   if (omp_target_memcpy_rect(dst, d, sizeof(double), 2, vol2, doff2, soff2, sdim, ddim, host, dev))

@@ -8,6 +8,10 @@
 #define C 7
 
 int main(void) {
+  int offdev = 1;
+#pragma omp target map(tofrom: offdev)
+  offdev = omp_is_initial_device();
+  if (offdev) FAIL("target region ran on the host");
   int dev = omp_get_default_device(), host = omp_get_initial_device();
   static int src[A][B][C], dst[A][B][C];
   for (int i = 0; i < A; i++)

@@ -6,6 +6,7 @@
 #define N 4096
 
 int main(void) {
+  int offdev = 0;
   int dev = omp_get_default_device(), host = omp_get_initial_device();
   int *h = malloc(N * sizeof(int)), *r = malloc(N * sizeof(int));
   for (int i = 0; i < N; i++) { h[i] = i ^ 0x55; r[i] = 0; }
@@ -21,8 +22,12 @@ int main(void) {
 #pragma omp depobj(dep_d2) depend(inout: kd2)
 #pragma omp task depend(inout: kd)
   {
-#pragma omp target is_device_ptr(d)
-    for (int i = 0; i < N; i++) d[i] += 1;
+#pragma omp target is_device_ptr(d) map(tofrom: offdev)
+    {
+      offdev |= omp_is_initial_device();
+      for (int i = 0; i < N; i++) d[i] += 1;
+    }
+    if (offdev) FAIL("target region ran on the host");
   }
   if (omp_target_memcpy_async(d2, d, N * sizeof(int), 0, 0, dev, dev, 1, &dep_d)) FAIL("async d->d failed");
   // the next copy must wait for the d->d copy: depend on kd (same object) by depobj

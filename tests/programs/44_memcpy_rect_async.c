@@ -7,6 +7,7 @@
 #define C 16
 
 int main(void) {
+  int offdev = 0;
   int dev = omp_get_default_device(), host = omp_get_initial_device();
   static float a[R][C], b[R][C];
   for (int i = 0; i < R; i++)
@@ -23,8 +24,12 @@ int main(void) {
 #pragma omp taskwait
 #pragma omp task depend(inout: token)
   {
-#pragma omp target is_device_ptr(d)
-    for (int k = 0; k < R * C; k++) d[k] *= 2.0f;
+#pragma omp target is_device_ptr(d) map(tofrom: offdev)
+    {
+      offdev |= omp_is_initial_device();
+      for (int k = 0; k < R * C; k++) d[k] *= 2.0f;
+    }
+    if (offdev) FAIL("target region ran on the host");
   }
   size_t all[2] = {R, C};
   if (omp_target_memcpy_rect_async(b, d, sizeof(float), 2, all, zero, zero, dims, dims, host, dev, 1, &dep))

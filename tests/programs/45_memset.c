@@ -7,6 +7,7 @@
 #define N 1000
 
 int main(void) {
+  int offdev = 0;
   int dev = omp_get_default_device(), host = omp_get_initial_device();
   unsigned char *d = omp_target_alloc(N, dev);
   unsigned char h[N];
@@ -14,11 +15,15 @@ int main(void) {
   if (omp_target_memset(d, 0xAB, N, dev) != d) FAIL("omp_target_memset did not return dst");
   if (omp_target_memset(d + 100, 0x11, 50, dev) != d + 100) FAIL("memset at offset did not return dst");
   int bad = 0;
-#pragma omp target is_device_ptr(d) map(tofrom: bad)
-  for (int i = 0; i < N; i++) {
-    unsigned char want = (i >= 100 && i < 150) ? 0x11 : 0xAB;
-    if (d[i] != want) bad++;
+#pragma omp target is_device_ptr(d) map(tofrom: bad) map(tofrom: offdev)
+  {
+    offdev |= omp_is_initial_device();
+    for (int i = 0; i < N; i++) {
+      unsigned char want = (i >= 100 && i < 150) ? 0x11 : 0xAB;
+      if (d[i] != want) bad++;
+    }
   }
+  if (offdev) FAIL("target region ran on the host");
   if (bad) FAIL("device saw %d wrong bytes after memset", bad);
   // async memset with dependence, then dependent async copy back
   int tok = 0;

@@ -5,6 +5,10 @@
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 
 int main(void) {
+  int offdev = 1;
+#pragma omp target map(tofrom: offdev)
+  offdev = omp_is_initial_device();
+  if (offdev) FAIL("target region ran on the host");
   int dev = omp_get_default_device(), host = omp_get_initial_device();
   int a[100], b = 0;
   if (omp_target_is_present(a, dev)) FAIL("a present before mapping");

@@ -5,6 +5,7 @@
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 
 int main(void) {
+  int offdev = 0;
   int dev = omp_get_default_device(), host = omp_get_initial_device();
   double a[50];
   for (int i = 0; i < 50; i++) a[i] = i;
@@ -22,8 +23,12 @@ int main(void) {
   double v = 0;
   omp_target_memcpy(&v, m5, sizeof v, 0, 0, host, dev);
   if (v != 15.0) FAIL("value at mapped ptr=%g expected 15", v);
-#pragma omp target is_device_ptr(m)
-  m[0] = -10.0;
+#pragma omp target is_device_ptr(m) map(tofrom: offdev)
+  {
+    offdev |= omp_is_initial_device();
+    m[0] = -10.0;
+  }
+  if (offdev) FAIL("target region ran on the host");
 #pragma omp target exit data map(from: a[10:20])
   if (a[10] != -10.0) FAIL("write through mapped ptr lost: a[10]=%g", a[10]);
   if (omp_get_mapped_ptr(&a[10], dev) != NULL) FAIL("mapped ptr non-NULL after unmapping");

@@ -7,11 +7,13 @@
 #define B 16
 
 int main(void) {
+  int offdev = 0;
   int hist[B] = {0};
   int *data = malloc(N * sizeof(int));
   for (int i = 0; i < N; i++) data[i] = (i * 31 + 7) % B;
-#pragma omp target teams distribute parallel for map(to: data[0:N]) reduction(+: hist[0:B])
-  for (int i = 0; i < N; i++) hist[data[i]]++;
+#pragma omp target teams distribute parallel for map(to: data[0:N]) reduction(+: hist[0:B]) map(tofrom: offdev)
+  for (int i = 0; i < N; i++) { hist[data[i]]++; if (i == 0) offdev = omp_is_initial_device(); }
+  if (offdev) FAIL("target region ran on the host");
   int want[B] = {0};
   for (int i = 0; i < N; i++) want[data[i]]++;
   for (int b = 0; b < B; b++)

@@ -7,6 +7,7 @@
 #define K 8
 
 int main(void) {
+  int offdev = 0;
   int dev = omp_get_default_device();
   double *arr[K];
   for (int k = 0; k < K; k++) {
@@ -19,10 +20,11 @@ int main(void) {
   }
   for (int k = 0; k < K; k++) {
     double *p = arr[k];
-#pragma omp target teams distribute parallel for nowait depend(inout: p[0])
-    for (int i = 0; i < N; i++) p[i] = -p[i];
+#pragma omp target teams distribute parallel for nowait depend(inout: p[0]) map(tofrom: offdev)
+    for (int i = 0; i < N; i++) { p[i] = -p[i]; if (omp_is_initial_device()) offdev = 1; }
   }
 #pragma omp taskwait
+  if (offdev) FAIL("target region ran on the host");
   for (int k = 0; k < K; k++) {
     if (!omp_target_is_present(arr[k], dev)) FAIL("arr[%d] not present after nowait enter data", k);
     if (arr[k][1] != k * 1000 + 1) FAIL("host arr[%d] modified before exit data", k);

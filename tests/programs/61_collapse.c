@@ -8,15 +8,16 @@
 #define NK 5
 
 int main(void) {
+  int offdev = 0;
   static int m[NI][NJ], c3[NI][NJ][NK];
   for (int i = 0; i < NI; i++)
     for (int j = 0; j < NJ; j++) m[i][j] = 0;
-#pragma omp target teams distribute parallel for collapse(2) map(tofrom: m)
+#pragma omp target teams distribute parallel for collapse(2) map(tofrom: m) map(tofrom: offdev)
   for (int i = 0; i < NI; i++)
-    for (int j = 0; j < NJ; j++) m[i][j] += i * 1000 + j + 1;
+    for (int j = 0; j < NJ; j++) m[i][j] += i * 1000 + j + 1 + 1000000 * omp_is_initial_device();
   for (int i = 0; i < NI; i++)
     for (int j = 0; j < NJ; j++)
-      if (m[i][j] != i * 1000 + j + 1) FAIL("collapse(2): m[%d][%d]=%d", i, j, m[i][j]);
+      if (m[i][j] != i * 1000 + j + 1) FAIL("collapse(2): m[%d][%d]=%d (>= 1000000 means host execution)", i, j, m[i][j]);
   // collapse with non-unit steps and offsets
   long s = 0;
 #pragma omp target parallel for collapse(2) reduction(+: s)

@@ -6,11 +6,13 @@
 #define N 100
 
 int main(void) {
+  int offdev = 0;
   int a[N];
   for (int i = 0; i < N; i++) a[i] = 0;
   // negative stride
-#pragma omp target teams distribute parallel for map(tofrom: a)
-  for (int i = N - 1; i >= 0; i -= 3) a[i] += 1;
+#pragma omp target teams distribute parallel for map(tofrom: a) map(tofrom: offdev)
+  for (int i = N - 1; i >= 0; i -= 3) { a[i] += 1; if (i == N - 1) offdev = omp_is_initial_device(); }
+  if (offdev) FAIL("target region ran on the host");
   for (int i = 0; i < N; i++)
     if (a[i] != ((N - 1 - i) % 3 == 0)) FAIL("negative stride: a[%d]=%d", i, a[i]);
   // zero-trip loops (lb > ub and variable bound 0)

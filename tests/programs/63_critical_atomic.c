@@ -51,8 +51,10 @@ int main(void) {
       flag = 12345;
     }
 #pragma omp barrier
+    if (omp_get_thread_num() == omp_get_num_threads() - 1) {
 #pragma omp atomic read
-    readv = flag;
+      readv = flag;
+    }
   }
   if (flag != 12345 || readv != 12345) FAIL("atomic write/read: %ld %ld", flag, readv);
   // atomic compare (min) via capture loop

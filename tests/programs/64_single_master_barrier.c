@@ -45,18 +45,15 @@ int main(void) {
   for (int t = 0; t < nthr; t++)
     if (stage[nthr + t] != 2) FAIL("thread %d did not reach the end", t);
   // single with copyprivate
-  int cp[T];
-#pragma omp target parallel num_threads(T) map(from: cp)
+  int cp[T], nt = 0;
+#pragma omp target parallel num_threads(T) map(from: cp) map(tofrom: nt)
   {
     int v = -1;
 #pragma omp single copyprivate(v)
-    v = 77;
+    { v = 77; nt = omp_get_num_threads(); }
     if (omp_get_thread_num() < T) cp[omp_get_thread_num()] = v;
   }
-  int nt = 0;
-#pragma omp target parallel num_threads(T) map(tofrom: nt)
-#pragma omp master
-  nt = omp_get_num_threads();
+  if (nt < 1 || nt > T) FAIL("copyprivate region had %d threads", nt);
   for (int t = 0; t < nt; t++)
     if (cp[t] != 77) FAIL("copyprivate: thread %d got %d", t, cp[t]);
   return 0;

@@ -1,0 +1,140 @@
+//! `cargo xtask cc` / `cargo xtask c++`: clang-22 with our runtime wired in.
+//!
+//! Device side: the nvptx runtime bitcode (`--libomptarget-nvptx-bc-path`), and for the device
+//! link each triple's own `libompdevice.a` directory. Host side: `-L`/rpath to `dist/lib` so the
+//! program loads our `libomptarget.so.22.1`, and LLVM 22's directory for `libomp.so.5`.
+//! `--runtime=llvm` builds against LLVM's reference libomptarget instead.
+
+use crate::bail;
+use crate::devicertl::{self, dist_lib};
+use crate::host::llvm_ref_dir;
+use crate::setup::cuda_dir;
+use crate::util::{self, Cmd, Result};
+
+pub const LLVM_LIB: &str = "/usr/lib/llvm-22/lib";
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Runtime {
+    /// rustomp (dist/lib)
+    Ours,
+    /// LLVM's libomptarget.so.22.1 (target/llvm-ref), for comparisons
+    Llvm,
+}
+
+/// Splits off `--runtime=ours|rustomp|llvm` (handled here, not by clang).
+pub fn split_runtime(args: &[String]) -> Result<(Runtime, Vec<String>)> {
+    let mut runtime = Runtime::Ours;
+    let mut rest = Vec::with_capacity(args.len());
+    for a in args {
+        match a.strip_prefix("--runtime=") {
+            Some("llvm") => runtime = Runtime::Llvm,
+            Some("ours") | Some("rustomp") => runtime = Runtime::Ours,
+            Some(other) => bail!("unknown --runtime={other}: use --runtime=llvm (LLVM's libomptarget) or --runtime=rustomp (the default)"),
+            None => rest.push(a.clone()),
+        }
+    }
+    Ok((runtime, rest))
+}
+
+/// Whether any offload target of this compile is an AMD GPU.
+fn targets_amdgpu(args: &[String]) -> bool {
+    args.iter().any(|a| {
+        a.strip_prefix("--offload-arch=")
+            .or_else(|| a.strip_prefix("--cuda-gpu-arch="))
+            .is_some_and(|v| v.contains("gfx"))
+            || a.strip_prefix("-fopenmp-targets=")
+                .is_some_and(|v| v.contains("amdgcn"))
+    })
+}
+
+/// The clang-22 (or clang++-22) command for `user` arguments.
+pub fn command(cxx: bool, runtime: Runtime, user: &[String]) -> Cmd {
+    let mut cmd = Cmd::new(if cxx { "clang++-22" } else { "clang-22" });
+    cmd.hint("clang-22 is needed: `cargo xtask setup`");
+    if !user
+        .iter()
+        .any(|a| a == "-fopenmp" || a.starts_with("-fopenmp="))
+    {
+        cmd.arg("-fopenmp");
+    }
+    let cuda = cuda_dir();
+    if cuda.join("bin").is_dir() {
+        cmd.arg(format!("--cuda-path={}", cuda.display()));
+    }
+    if targets_amdgpu(user) {
+        // No ROCm device libraries here; the runtime comes from libompdevice.a. Scoped to the
+        // amdgcn toolchain: a plain -nogpulib would also drop the nvptx runtime bitcode (and
+        // -lompdevice) from a compile for both, e.g. --offload-arch=sm_90,gfx90a.
+        cmd.args(["-Xopenmp-target=amdgcn-amd-amdhsa", "-nogpulib"]);
+    }
+    let lib = dist_lib();
+    // The device runtime is always ours (Debian ships no LLVM device runtime); only the host
+    // library changes with --runtime.
+    cmd.arg(format!(
+        "--libomptarget-nvptx-bc-path={}",
+        devicertl::nvptx_bc().display()
+    ));
+    for t in &devicertl::TARGETS {
+        cmd.arg(format!("-Xoffload-linker-{}", t.triple));
+        cmd.arg(format!("-L{}", lib.join(t.triple).display()));
+    }
+    match runtime {
+        Runtime::Ours => {
+            cmd.arg(format!("-L{}", lib.display()));
+            cmd.arg(format!("-Wl,-rpath,{}", lib.display()));
+        }
+        Runtime::Llvm => {
+            cmd.arg(format!("-L{}", llvm_ref_dir().display()));
+        }
+    }
+    cmd.arg(format!("-Wl,-rpath,{LLVM_LIB}"));
+    cmd.arg(format!("-L{LLVM_LIB}"));
+    cmd.arg("-Qunused-arguments");
+    cmd.args(user);
+    cmd
+}
+
+/// `cargo xtask cc ARGS`: runs clang and returns its exit code.
+pub fn run(cxx: bool, args: &[String]) -> Result<i32> {
+    let (runtime, user) = split_runtime(args)?;
+    if runtime == Runtime::Llvm && !llvm_ref_dir().join("libomptarget.so").exists() {
+        crate::host::link_llvm_reference();
+    }
+    // With RUSTOMP_VERBOSE=1, `status` prints the full command first.
+    let status = command(cxx, runtime, &user).status()?;
+    Ok(util::exit_code(status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn runtime_flag_is_ours() {
+        let (rt, rest) = split_runtime(&s(&["--runtime=llvm", "a.c", "-o", "a"])).unwrap();
+        assert_eq!(rt, Runtime::Llvm);
+        assert_eq!(rest, s(&["a.c", "-o", "a"]));
+        assert!(split_runtime(&s(&["--runtime=gcc"])).is_err());
+    }
+
+    #[test]
+    fn fopenmp_added_once_and_nogpulib_for_gfx() {
+        let cmd = command(false, Runtime::Ours, &s(&["--offload-arch=gfx90a", "a.c"]));
+        let line = cmd.display();
+        assert_eq!(line.matches("-fopenmp").count(), 1);
+        assert!(line.contains("-nogpulib"));
+        let cmd = command(
+            false,
+            Runtime::Ours,
+            &s(&["-fopenmp", "--offload-arch=sm_90", "a.c"]),
+        );
+        let line = cmd.display();
+        assert_eq!(line.matches(" -fopenmp ").count(), 1);
+        assert!(!line.contains("-nogpulib"));
+        assert!(line.contains("-Xoffload-linker-nvptx64-nvidia-cuda"));
+    }
+}

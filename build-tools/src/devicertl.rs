@@ -1,0 +1,550 @@
+//! `cargo xtask devicertl`: builds the device runtime bitcode for nvptx64 and amdgcn and lays out
+//! `dist/lib` the way clang-22 looks for it:
+//!
+//! - `dist/lib/libomptarget-nvptx.bc` (`--libomptarget-nvptx-bc-path`, linked per compile),
+//! - `dist/lib/libomptarget-amdgpu.bc`,
+//! - `dist/lib/<triple>/libompdevice.a` (the device link's `-lompdevice`).
+
+use crate::bail;
+use crate::util::{self, at, Cmd, Context, Result};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+pub struct Target {
+    pub triple: &'static str,
+    /// `devicertl/ir/<ir>.ll`
+    ir: &'static str,
+    /// `dist/lib/<bc_name>`
+    bc_name: &'static str,
+    /// RUSTFLAGS the build needs (rustc requires a CPU for amdgcn; we strip it afterwards).
+    rustflags: Option<&'static str>,
+    /// Undefined symbols the device link resolves elsewhere.
+    pub allowed_undefined: &'static [&'static str],
+}
+
+pub const TARGETS: [Target; 2] = [
+    Target {
+        triple: "nvptx64-nvidia-cuda",
+        ir: "nvptx",
+        bc_name: "libomptarget-nvptx.bc",
+        rustflags: None,
+        // Resolved by the CUDA driver when it loads the image.
+        allowed_undefined: &["malloc", "free", "vprintf"],
+    },
+    Target {
+        triple: "amdgcn-amd-amdhsa",
+        ir: "amdgcn",
+        bc_name: "libomptarget-amdgpu.bc",
+        rustflags: Some("-Ctarget-cpu=gfx90a"),
+        allowed_undefined: &[],
+    },
+];
+
+/// Symbols every runtime bitcode must define.
+const REQUIRED: [&str; 3] = [
+    "__kmpc_target_init",
+    "__kmpc_target_translate_fptr",
+    "__llvm_omp_indirect_call_lookup",
+];
+
+/// Globals the host plugins look up by name in the loaded image: they must stay visible.
+const PROTECTED_GLOBALS: [&str; 3] = [
+    "__omp_rtl_device_environment",
+    "__omp_offloading_fptr_map_p",
+    "__omp_offloading_fptr_map_size",
+];
+
+pub fn dist_lib() -> PathBuf {
+    at("dist/lib")
+}
+
+/// The nvptx runtime bitcode clang links into every device compile.
+pub fn nvptx_bc() -> PathBuf {
+    dist_lib().join("libomptarget-nvptx.bc")
+}
+
+fn outputs() -> Vec<PathBuf> {
+    let lib = dist_lib();
+    let mut v = Vec::new();
+    for t in &TARGETS {
+        v.push(lib.join(t.bc_name));
+        v.push(lib.join(t.triple).join("libompdevice.a"));
+    }
+    v
+}
+
+/// True when every output exists and is newer than every file under devicertl/ and host-plugins/abi/.
+fn up_to_date() -> bool {
+    let oldest_output = outputs().iter().map(|p| util::mtime(p)).min().flatten();
+    let Some(oldest_output) = oldest_output else {
+        return false;
+    };
+    let newest_input = [at("devicertl"), at("host-plugins/abi")]
+        .iter()
+        .filter_map(|d| util::newest_under(d))
+        .max();
+    newest_input.is_some_and(|t| t < oldest_output)
+}
+
+pub fn run(force: bool) -> Result<()> {
+    if !force && up_to_date() {
+        println!("devicertl: dist/lib is up to date (use --force to rebuild)");
+        return Ok(());
+    }
+    let shared_bytes = team_shared_bytes()?;
+    for t in &TARGETS {
+        util::step(&format!("devicertl: {}", t.triple));
+        let bc = build_one(t, shared_bytes)?;
+        lay_out(t, &bc)?;
+    }
+    println!("devicertl: wrote {}", util::show(&dist_lib()));
+    Ok(())
+}
+
+/// `pub const TEAM_SHARED_BYTES: usize = N;` in devicertl/src/arch/mod.rs.
+fn team_shared_bytes() -> Result<u64> {
+    let path = at("devicertl/src/arch/mod.rs");
+    let text = util::read(&path)?;
+    parse_team_shared_bytes(&text).context(|| {
+        format!(
+            "{} has no `pub const TEAM_SHARED_BYTES: usize = N;` (the .ll files need its value)",
+            util::show(&path)
+        )
+    })
+}
+
+fn parse_team_shared_bytes(text: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let rest = l
+            .trim()
+            .strip_prefix("pub const TEAM_SHARED_BYTES: usize =")?;
+        rest.trim()
+            .strip_suffix(';')?
+            .trim()
+            .replace('_', "")
+            .parse()
+            .ok()
+    })
+}
+
+/// Runs the Rust build, links the target's .ll, strips CPU attributes, checks symbols.
+/// Returns the final bitcode path.
+fn build_one(t: &Target, shared_bytes: u64) -> Result<PathBuf> {
+    let target_dir = at("target/device");
+    let work = target_dir.join(t.triple);
+    util::mkdirs(&work)?;
+
+    // 1. Rust -> bitcode (a self-contained staticlib with fat LTO).
+    let mut cargo = Cmd::new(util::cargo());
+    cargo
+        .in_root()
+        .args(["rustc", "-p", "devicertl", "--profile", "device", "--target", t.triple])
+        .args(["-Zbuild-std=core", "--target-dir"])
+        .arg(&target_dir)
+        .args(["--crate-type", "staticlib", "--", "--emit=llvm-bc", "-Zdefault-visibility=hidden"])
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .hint("the device runtime did not compile; fix the error above (needs the rust-src component: `cargo xtask setup`)");
+    match t.rustflags {
+        Some(flags) => cargo.env("RUSTFLAGS", flags),
+        None => cargo.env_remove("RUSTFLAGS"),
+    };
+    cargo.run()?;
+    let deps = target_dir.join(t.triple).join("device/deps");
+    let rust_bc = util::files_matching(&deps, "devicertl-", ".bc")
+        .into_iter()
+        .max_by_key(|p| util::mtime(p))
+        .context(|| format!("the build wrote no devicertl-*.bc in {}", util::show(&deps)))?;
+
+    // 2. The target's hand-written IR, with the shared-memory size filled in.
+    let ir_src = at(&format!("devicertl/ir/{}.ll", t.ir));
+    let ir = util::read(&ir_src)?;
+    if !ir.contains("TEAM_SHARED_BYTES") {
+        bail!(
+            "{} lacks the TEAM_SHARED_BYTES placeholder",
+            util::show(&ir_src)
+        );
+    }
+    let arch_ll = work.join("arch.ll");
+    util::write(
+        &arch_ll,
+        ir.replace("TEAM_SHARED_BYTES", &shared_bytes.to_string()),
+    )?;
+
+    // 3. Link them, rewrite attributes and visibility in the text form, back to bitcode.
+    let linked_bc = work.join("linked.bc");
+    let linked_ll = work.join("linked.ll");
+    let final_ll = work.join("final.ll");
+    let final_bc = work.join("devicertl.bc");
+    let hint = "LLVM 22 tools are needed: `cargo xtask setup`";
+    Cmd::new("llvm-link-22")
+        .arg(&rust_bc)
+        .arg(&arch_ll)
+        .arg("-o")
+        .arg(&linked_bc)
+        .hint(format!(
+            "could not link the Rust bitcode with {}; {hint}",
+            util::show(&ir_src)
+        ))
+        .run()?;
+    Cmd::new("llvm-dis-22")
+        .arg(&linked_bc)
+        .arg("-o")
+        .arg(&linked_ll)
+        .hint(hint)
+        .run()?;
+    let text = util::read(&linked_ll)?;
+    let text = remove_string_attr(&text, "target-cpu");
+    let text = remove_string_attr(&text, "target-features");
+    let text = protect_globals(&text, &PROTECTED_GLOBALS)?;
+    let text = keep_used(&text, &PROTECTED_GLOBALS)?;
+    util::write(&final_ll, text)?;
+    Cmd::new("llvm-as-22")
+        .arg(&final_ll)
+        .arg("-o")
+        .arg(&final_bc)
+        .hint(format!(
+            "the rewritten IR {} does not assemble: a bug in build-tools/src/devicertl.rs",
+            util::show(&final_ll)
+        ))
+        .run()?;
+
+    // 4. Check the symbols.
+    check_symbols(t, &final_bc)?;
+    Ok(final_bc)
+}
+
+/// Removes every `"key"="value"` string attribute (and the space before it).
+fn remove_string_attr(text: &str, key: &str) -> String {
+    let needle = format!("\"{key}\"=\"");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(&needle) {
+        let after = &rest[i + needle.len()..];
+        let Some(close) = after.find('"') else { break };
+        out.push_str(rest[..i].strip_suffix(' ').unwrap_or(&rest[..i]));
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+const LINKAGES: [&str; 11] = [
+    "private",
+    "internal",
+    "available_externally",
+    "linkonce",
+    "weak",
+    "common",
+    "appending",
+    "extern_weak",
+    "linkonce_odr",
+    "weak_odr",
+    "external",
+];
+
+/// Makes each named global's definition `protected` (instead of hidden or default).
+fn protect_globals(text: &str, names: &[&str]) -> Result<String> {
+    let mut found = BTreeSet::new();
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.split_inclusive('\n') {
+        let name = names.iter().find(|n| line.starts_with(&format!("@{n} = ")));
+        match name {
+            Some(n) => {
+                let new = protect_line(line).context(|| {
+                    format!(
+                        "cannot make @{n} protected: unexpected IR `{}`",
+                        line.trim_end()
+                    )
+                })?;
+                out.push_str(&new);
+                found.insert(*n);
+            }
+            None => out.push_str(line),
+        }
+    }
+    let missing: Vec<_> = names.iter().filter(|n| !found.contains(*n)).collect();
+    if !missing.is_empty() {
+        bail!(
+            "the runtime bitcode defines no global {:?}: the host plugins look them up by name (check devicertl/src/env.rs)",
+            missing
+        );
+    }
+    Ok(out)
+}
+
+fn protect_line(line: &str) -> Option<String> {
+    let (lhs, rhs) = line.split_once(" = ")?;
+    let toks: Vec<&str> = rhs.split(' ').collect();
+    let end = toks
+        .iter()
+        .position(|t| *t == "global" || *t == "constant")?;
+    let mut prefix: Vec<&str> = toks[..end]
+        .iter()
+        .copied()
+        .filter(|t| !matches!(*t, "hidden" | "protected" | "default"))
+        .collect();
+    let mut i = 0;
+    while i < prefix.len()
+        && (LINKAGES.contains(&prefix[i]) || matches!(prefix[i], "dso_local" | "dso_preemptable"))
+    {
+        if matches!(
+            prefix[i],
+            "private" | "internal" | "external" | "extern_weak"
+        ) {
+            // Local symbols cannot be protected; `external` here is a declaration, not a definition.
+            return None;
+        }
+        i += 1;
+    }
+    prefix.insert(i, "protected");
+    let mut all = prefix;
+    all.extend_from_slice(&toks[end..]);
+    Some(format!("{lhs} = {}", all.join(" ")))
+}
+
+/// Adds each named global to `@llvm.used`. clang's `-mlink-builtin-bitcode` internalizes every
+/// runtime symbol it links into a compile unless it is used: an internalized copy in the
+/// compile's cubin plus the archive's copy (pulled by calls that OpenMPOpt adds at -O2) leaves
+/// nvlink with an undefined reference. Used globals stay external, one definition for all.
+fn keep_used(text: &str, names: &[&str]) -> Result<String> {
+    // The address space of each global, from its definition.
+    let mut elems = Vec::new();
+    for n in names {
+        let prefix = format!("@{n} = ");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .context(|| format!("no definition of @{n} in the runtime IR"))?;
+        let space = line
+            .split(' ')
+            .take_while(|t| *t != "global" && *t != "constant")
+            .find_map(|t| t.strip_prefix("addrspace(")?.strip_suffix(')'))
+            .unwrap_or("0");
+        let elem = if space == "0" {
+            format!("ptr @{n}")
+        } else {
+            format!("ptr addrspacecast (ptr addrspace({space}) @{n} to ptr)")
+        };
+        elems.push((n, elem));
+    }
+    let mentions = |list: &str, n: &str| {
+        let needle = format!("@{n}");
+        list.match_indices(&needle).any(|(i, _)| {
+            !list[i + needle.len()..]
+                .starts_with(|c: char| c.is_ascii_alphanumeric() || "._$".contains(c))
+        })
+    };
+    let mut out = String::with_capacity(text.len() + 256);
+    let mut done = false;
+    for line in text.split_inclusive('\n') {
+        if !line.starts_with("@llvm.used = ") {
+            out.push_str(line);
+            continue;
+        }
+        // @llvm.used = appending [addrspace(K)] global [N x ptr] [LIST], section "llvm.metadata"
+        let parsed = (|| {
+            let g = line.find(" global [")? + " global [".len();
+            let x = g + line[g..].find(" x ptr] [")?;
+            let count: usize = line[g..x].parse().ok()?;
+            let list_start = x + " x ptr] [".len();
+            let list_end = list_start + line[list_start..].find("], section")?;
+            Some((g, count, list_start, list_end))
+        })();
+        let (g, count, list_start, list_end) = parsed.context(|| {
+            format!(
+                "unexpected @llvm.used in the runtime IR: `{}`",
+                line.trim_end()
+            )
+        })?;
+        let mut list = line[list_start..list_end].to_string();
+        let mut count = count;
+        for (n, elem) in &elems {
+            if !mentions(&list, n) {
+                list.push_str(", ");
+                list.push_str(elem);
+                count += 1;
+            }
+        }
+        out.push_str(&line[..g]);
+        out.push_str(&format!("{count} x ptr] [{list}"));
+        out.push_str(&line[list_end..]);
+        done = true;
+    }
+    if !done {
+        let list: Vec<&str> = elems.iter().map(|(_, e)| e.as_str()).collect();
+        out.push_str(&format!(
+            "@llvm.used = appending global [{} x ptr] [{}], section \"llvm.metadata\"\n",
+            list.len(),
+            list.join(", ")
+        ));
+    }
+    Ok(out)
+}
+
+/// `llvm-nm-22` of a bitcode file: (defined global symbols, undefined symbols).
+pub fn nm(file: &Path) -> Result<(BTreeSet<String>, BTreeSet<String>)> {
+    let out = Cmd::new("llvm-nm-22")
+        .arg(file)
+        .hint("LLVM 22 tools are needed: `cargo xtask setup`")
+        .output()?;
+    Ok(parse_nm(&out))
+}
+
+fn parse_nm(out: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut defined = BTreeSet::new();
+    let mut undefined = BTreeSet::new();
+    for line in out.lines() {
+        let toks: Vec<&str> = line.split_whitespace().collect();
+        let (kind, name) = match toks.as_slice() {
+            [kind, name] => (*kind, *name),
+            [_, kind, name] => (*kind, *name),
+            _ => continue,
+        };
+        match kind {
+            "U" | "w" | "v" => {
+                undefined.insert(name.to_string());
+            }
+            k if k.chars().all(|c| c.is_ascii_uppercase()) => {
+                defined.insert(name.to_string());
+            }
+            _ => {} // local symbols
+        }
+    }
+    (defined, undefined)
+}
+
+fn check_symbols(t: &Target, bc: &Path) -> Result<()> {
+    let (defined, undefined) = nm(bc)?;
+    let missing: Vec<&str> = REQUIRED
+        .iter()
+        .copied()
+        .filter(|s| !defined.contains(*s))
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "{} runtime does not define {}: check the #[no_mangle] exports in devicertl/src",
+            t.triple,
+            missing.join(", ")
+        );
+    }
+    let stray: Vec<&str> = undefined
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !s.starts_with("llvm.") && !t.allowed_undefined.contains(s))
+        .collect();
+    if !stray.is_empty() {
+        bail!(
+            "{} runtime bitcode leaves undefined: {} (allowed: {}); the device link would fail",
+            t.triple,
+            stray.join(", "),
+            if t.allowed_undefined.is_empty() {
+                "none".to_string()
+            } else {
+                t.allowed_undefined.join(" ")
+            }
+        );
+    }
+    println!(
+        "{}: {} symbols defined, undefined: {}",
+        t.triple,
+        defined.len(),
+        if undefined.is_empty() {
+            "none".to_string()
+        } else {
+            undefined.iter().cloned().collect::<Vec<_>>().join(" ")
+        }
+    );
+    Ok(())
+}
+
+fn lay_out(t: &Target, bc: &Path) -> Result<()> {
+    let lib = dist_lib();
+    util::install(bc, &lib.join(t.bc_name))?;
+    // The archive member must be called devicertl.bc: stage it under that name.
+    let stage = at("target/device").join(t.triple).join("ar");
+    util::mkdirs(&stage)?;
+    util::install(bc, &stage.join("devicertl.bc"))?;
+    let archive = lib.join(t.triple).join("libompdevice.a");
+    util::mkdirs(archive.parent().unwrap_or(&lib))?;
+    let tmp = archive.with_extension("a.tmp");
+    let _ = std::fs::remove_file(&tmp);
+    Cmd::new("llvm-ar-22")
+        .arg("rcs")
+        .arg(&tmp)
+        .arg("devicertl.bc")
+        .current_dir(&stage)
+        .hint("LLVM 22 tools are needed: `cargo xtask setup`")
+        .run()?;
+    std::fs::rename(&tmp, &archive)
+        .context(|| format!("cannot rename {} to {}", tmp.display(), archive.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn team_shared_bytes_is_parsed() {
+        let src = "//! doc\npub const TEAM_SHARED_BYTES: usize = 8_192;\n";
+        assert_eq!(parse_team_shared_bytes(src), Some(8192));
+        assert_eq!(parse_team_shared_bytes("const X: usize = 1;"), None);
+    }
+
+    #[test]
+    fn cpu_attributes_are_removed() {
+        let ll = "attributes #0 = { nounwind \"target-cpu\"=\"sm_30\" \"target-features\"=\"+ptx60,+sm_30\" }\n";
+        let out = remove_string_attr(&remove_string_attr(ll, "target-cpu"), "target-features");
+        assert_eq!(out, "attributes #0 = { nounwind }\n");
+    }
+
+    #[test]
+    fn globals_become_protected() {
+        let ll = "@__omp_rtl_device_environment = hidden addrspace(1) global [48 x i8] zeroinitializer, align 8\n\
+                  @__omp_offloading_fptr_map_p = dso_local local_unnamed_addr addrspace(1) global ptr null\n\
+                  @other = hidden global i32 0\n";
+        let out = protect_globals(
+            ll,
+            &[
+                "__omp_rtl_device_environment",
+                "__omp_offloading_fptr_map_p",
+            ],
+        )
+        .unwrap();
+        assert!(
+            out.contains("@__omp_rtl_device_environment = protected addrspace(1) global [48 x i8]")
+        );
+        assert!(out.contains("@__omp_offloading_fptr_map_p = dso_local protected local_unnamed_addr addrspace(1) global ptr null"));
+        assert!(out.contains("@other = hidden global i32 0"));
+        assert!(protect_globals(ll, &["missing"]).is_err());
+        assert!(protect_line("@x = internal global i32 0").is_none());
+    }
+
+    #[test]
+    fn globals_are_kept_used() {
+        let ll = "@llvm.used = appending addrspace(1) global [1 x ptr] [ptr addrspacecast (ptr addrspace(1) @env to ptr)], section \"llvm.metadata\"\n\
+                  @env = protected addrspace(1) global i32 0\n\
+                  @map_p = weak protected addrspace(1) global i64 0\n\
+                  @plain = weak protected global i64 0\n";
+        let out = keep_used(ll, &["env", "map_p", "plain"]).unwrap();
+        assert!(out.starts_with("@llvm.used = appending addrspace(1) global [3 x ptr] [ptr addrspacecast (ptr addrspace(1) @env to ptr), ptr addrspacecast (ptr addrspace(1) @map_p to ptr), ptr @plain], section \"llvm.metadata\"\n"));
+        let without = "@env = global i32 0\n";
+        let out = keep_used(without, &["env"]).unwrap();
+        assert!(out.ends_with(
+            "@llvm.used = appending global [1 x ptr] [ptr @env], section \"llvm.metadata\"\n"
+        ));
+    }
+
+    #[test]
+    fn nm_output_is_parsed() {
+        let out = "---------------- T __kmpc_target_init\n                 U malloc\n---------------- t local\n---------------- W omp_free\n";
+        let (def, undef) = parse_nm(out);
+        assert!(def.contains("__kmpc_target_init") && def.contains("omp_free"));
+        assert!(!def.contains("local"));
+        assert_eq!(
+            undef.into_iter().collect::<Vec<_>>(),
+            vec!["malloc".to_string()]
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! `cargo xtask`: rustomp's build tool (see `cargo xtask help`).
+
+mod cc;
+mod demo;
+mod devicertl;
+mod host;
+mod setup;
+mod test;
+mod util;
+
+use util::Result;
+
+const HELP: &str = "\
+cargo xtask <command> [options]
+
+Commands:
+  setup               install what the build needs (Debian LLVM 22 packages, CUDA ptxas/nvlink
+                      in target/tools, rustup components); only what is missing
+  devicertl [--force] build the device runtime bitcode (nvptx64, amdgcn) into dist/lib
+  host                build the host library and install dist/lib/libomptarget.so.22.1
+  cc [clang args]     clang-22 with the rustomp runtime wired in (also: c++ for clang++-22);
+                      --runtime=llvm builds against LLVM's libomptarget instead
+  demo [--no-setup]   setup, build, compile examples/saxpy.c and run it offloaded
+  test [--quick]      cargo test, runtime builds, device-symbol check of the ABI probes, and the
+                      program corpus (tests/programs) against rustomp and LLVM; --quick skips the corpus
+  test --gpu          the corpus on an NVIDIA GPU (sm_90); skipped without an NVIDIA driver
+  help                this text
+
+Environment: RUSTOMP_VERBOSE=1 prints every command run.";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match dispatch(&args) {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("error: {}", e.to_string().replace('\n', " "));
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Checks that `args` holds only flags from `known`; returns which were given.
+fn flags(cmd: &str, args: &[String], known: &[&str]) -> Result<Vec<bool>> {
+    for a in args {
+        if !known.contains(&a.as_str()) {
+            let accepted = if known.is_empty() {
+                "no options".to_string()
+            } else {
+                known.join(", ")
+            };
+            bail!("`cargo xtask {cmd}` does not take `{a}` (accepted: {accepted})");
+        }
+    }
+    Ok(known.iter().map(|k| args.iter().any(|a| a == k)).collect())
+}
+
+fn dispatch(args: &[String]) -> Result<i32> {
+    let Some((cmd, rest)) = args.split_first() else {
+        println!("{HELP}");
+        return Ok(0);
+    };
+    match cmd.as_str() {
+        "setup" => {
+            flags(cmd, rest, &[])?;
+            setup::run()?;
+        }
+        "devicertl" => {
+            let f = flags(cmd, rest, &["--force"])?;
+            devicertl::run(f[0])?;
+        }
+        "host" => {
+            flags(cmd, rest, &[])?;
+            host::run()?;
+        }
+        "cc" => return cc::run(false, rest),
+        "c++" | "cxx" => return cc::run(true, rest),
+        "demo" => {
+            let f = flags(cmd, rest, &["--no-setup"])?;
+            demo::run(!f[0])?;
+        }
+        "test" => {
+            let f = flags(cmd, rest, &["--gpu", "--quick"])?;
+            return test::run(test::Options {
+                gpu: f[0],
+                quick: f[1],
+            });
+        }
+        "help" | "-h" | "--help" => println!("{HELP}"),
+        other => bail!("unknown command `{other}`; `cargo xtask help` lists the commands"),
+    }
+    Ok(0)
+}

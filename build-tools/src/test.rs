@@ -1,0 +1,682 @@
+//! `cargo xtask test [--quick] [--gpu]`:
+//!
+//! 1. `cargo test --workspace` (unit tests and host emulation tests);
+//! 2. the runtime builds (`devicertl`, `host`);
+//! 3. the device-symbol check: every function and external global that clang-22's device code for
+//!    the ABI probes (`shared/abi-probes`) needs must be defined by our nvptx bitcode; then each
+//!    probe is linked in full for sm_90 and gfx90a;
+//! 4. the program corpus (`tests/programs`), offloaded to the host plugin, against our library and
+//!    LLVM's. The last line is `N passed, N failed` for ours.
+//!
+//! `--quick` stops after 3. `--gpu` runs the corpus on an NVIDIA GPU (sm_90) instead, and is skipped
+//! where no NVIDIA driver is installed.
+
+use crate::cc::{self, Runtime};
+use crate::devicertl;
+use crate::host;
+use crate::util::{self, at, Cmd, Result};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Options {
+    pub gpu: bool,
+    pub quick: bool,
+}
+
+/// Parallel compile jobs (the machines have 2 cores).
+const JOBS: usize = 2;
+/// Per-program run time limit.
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+pub fn run(o: Options) -> Result<i32> {
+    if o.gpu {
+        return gpu();
+    }
+    let mut failed_steps = Vec::new();
+
+    util::step("test 1/4: cargo test --workspace");
+    let status = Cmd::new(util::cargo())
+        .in_root()
+        .args(["test", "--workspace"])
+        .status()?;
+    if !status.success() {
+        failed_steps.push("cargo test --workspace".to_string());
+    }
+
+    util::step("test 2/4: runtime builds (devicertl, host)");
+    devicertl::run(false)?;
+    host::run()?;
+
+    util::step("test 3/4: device symbols of the ABI probes");
+    if let Err(e) = probes() {
+        println!("probes: {e}");
+        failed_steps.push("ABI probe check".to_string());
+    }
+
+    let mut code = 0;
+    if !o.quick {
+        util::step("test 4/4: program corpus (host offload, x86_64-pc-linux-gnu)");
+        let summary = corpus(&Suite::host())?;
+        report_failed_steps(&failed_steps);
+        println!("{} passed, {} failed", summary.passed, summary.failed);
+        if summary.failed > 0 {
+            code = 1;
+        }
+    } else {
+        report_failed_steps(&failed_steps);
+    }
+    if !failed_steps.is_empty() {
+        code = 1;
+    }
+    Ok(code)
+}
+
+fn report_failed_steps(steps: &[String]) {
+    if !steps.is_empty() {
+        println!("FAILED steps: {} (see above)", steps.join(", "));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPU suite
+
+fn nvidia_driver_present() -> bool {
+    let ldconfig = Command::new("ldconfig")
+        .arg("-p")
+        .output()
+        .or_else(|_| Command::new("/sbin/ldconfig").arg("-p").output())
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("libcuda.so.1"))
+        .unwrap_or(false);
+    ldconfig && util::which("nvidia-smi").is_some()
+}
+
+fn gpu() -> Result<i32> {
+    if !nvidia_driver_present() {
+        println!("GPU suite: skipped (no NVIDIA driver on this machine)");
+        return Ok(0);
+    }
+    util::step("test --gpu: runtime builds (devicertl, host)");
+    devicertl::run(false)?;
+    host::run()?;
+    util::step("test --gpu: program corpus on the GPU (sm_90)");
+    let summary = corpus(&Suite::gpu())?;
+    println!("{} passed, {} failed", summary.passed, summary.failed);
+    Ok(if summary.failed > 0 { 1 } else { 0 })
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. ABI probes
+
+fn probe_dir() -> Option<PathBuf> {
+    let root = util::root();
+    [
+        root.join("../shared/abi-probes"),
+        root.join("shared/abi-probes"),
+    ]
+    .into_iter()
+    .find(|d| d.is_dir())
+}
+
+/// `*.c` and `*.cpp` in `dir`, sorted.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = util::files_matching(dir, "", ".c");
+    v.extend(util::files_matching(dir, "", ".cpp"));
+    v.sort();
+    v
+}
+
+fn is_cxx(p: &Path) -> bool {
+    p.extension()
+        .is_some_and(|e| e == "cpp" || e == "cc" || e == "cxx")
+}
+
+fn stem(p: &Path) -> String {
+    p.file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs a compile, writing its output to `log`. Ok(()) or Err(one-line reason).
+fn compile(
+    cxx: bool,
+    runtime: Runtime,
+    args: &[String],
+    log: &Path,
+) -> std::result::Result<(), String> {
+    let mut cmd = cc::command(cxx, runtime, args);
+    let line = cmd.display();
+    match cmd.output_raw() {
+        Ok(out) => {
+            let mut text = format!("$ {line}\n");
+            text.push_str(&String::from_utf8_lossy(&out.stdout));
+            text.push_str(&String::from_utf8_lossy(&out.stderr));
+            let _ = util::write(log, &text);
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!("compile failed, see {}", util::show(log)))
+            }
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Functions declared (not defined) and external globals in a textual LLVM module, without `llvm.*`.
+fn needed_symbols(ll: &str) -> BTreeSet<String> {
+    fn symbol(after_at: &str) -> String {
+        if let Some(quoted) = after_at.strip_prefix('"') {
+            quoted.split('"').next().unwrap_or_default().to_string()
+        } else {
+            after_at
+                .split(|c: char| !(c.is_ascii_alphanumeric() || "._$-".contains(c)))
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        }
+    }
+    let mut out = BTreeSet::new();
+    for line in ll.lines() {
+        if line.starts_with("declare ") {
+            if let Some(i) = line.find('@') {
+                out.insert(symbol(&line[i + 1..]));
+            }
+        } else if let Some(rest) = line.strip_prefix('@') {
+            if let Some((_, rhs)) = rest.split_once(" = ") {
+                let first = rhs.split(' ').next().unwrap_or_default();
+                if first == "external" || first == "extern_weak" {
+                    out.insert(symbol(rest));
+                }
+            }
+        }
+    }
+    out.retain(|s| !s.is_empty() && !s.starts_with("llvm."));
+    out
+}
+
+struct ProbeResult {
+    name: String,
+    /// symbol -> opt levels that need it
+    missing: BTreeMap<String, Vec<&'static str>>,
+    compile_errors: Vec<String>,
+    sm_90: std::result::Result<(), String>,
+    gfx90a: std::result::Result<(), String>,
+}
+
+fn probes() -> Result<()> {
+    let Some(dir) = probe_dir() else {
+        println!("probes: no shared/abi-probes next to the repository; skipped");
+        return Ok(());
+    };
+    let bc = devicertl::nvptx_bc();
+    let (defined, _) = devicertl::nm(&bc)?;
+    let nvptx = devicertl::TARGETS
+        .iter()
+        .find(|t| t.triple.starts_with("nvptx"))
+        .expect("nvptx target");
+    let allowed: BTreeSet<&str> = nvptx.allowed_undefined.iter().copied().collect();
+    let out_dir = at("target/probes");
+    util::mkdirs(&out_dir)?;
+    let probes = sources(&dir);
+    if probes.is_empty() {
+        println!("probes: {} has no .c/.cpp files; skipped", dir.display());
+        return Ok(());
+    }
+
+    let results = util::parallel(&probes, JOBS, |src| {
+        let name = stem(src);
+        let cxx = is_cxx(src);
+        let src_s = src.display().to_string();
+        let mut r = ProbeResult {
+            name: name.clone(),
+            missing: BTreeMap::new(),
+            compile_errors: Vec::new(),
+            sm_90: Ok(()),
+            gfx90a: Ok(()),
+        };
+        for opt in ["-O2", "-O0"] {
+            let ll = out_dir.join(format!("{name}{opt}.sm_90.ll"));
+            let args: Vec<String> = [
+                opt,
+                "--offload-arch=sm_90",
+                "--offload-device-only",
+                "-emit-llvm",
+                "-S",
+                "-nogpulib",
+                &src_s,
+                "-o",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([ll.display().to_string()])
+            .collect();
+            let log = out_dir.join(format!("{name}{opt}.sm_90.log"));
+            if let Err(e) = compile(cxx, Runtime::Ours, &args, &log) {
+                r.compile_errors.push(format!("{opt}: {e}"));
+                continue;
+            }
+            let text = std::fs::read_to_string(&ll).unwrap_or_default();
+            for s in needed_symbols(&text) {
+                if !defined.contains(&s) && !allowed.contains(s.as_str()) {
+                    r.missing.entry(s).or_default().push(opt);
+                }
+            }
+        }
+        for arch in ["sm_90", "gfx90a"] {
+            let exe = out_dir.join(format!("{name}-{arch}"));
+            let args: Vec<String> = vec![
+                "-O2".into(),
+                format!("--offload-arch={arch}"),
+                src_s.clone(),
+                "-o".into(),
+                exe.display().to_string(),
+            ];
+            let log = out_dir.join(format!("{name}-{arch}.log"));
+            let res = compile(cxx, Runtime::Ours, &args, &log);
+            if arch == "sm_90" {
+                r.sm_90 = res;
+            } else {
+                r.gfx90a = res;
+            }
+        }
+        r
+    });
+
+    let width = results
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    println!("{:width$} | symbols | sm_90 link | gfx90a link", "probe");
+    let mut all_missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut bad = 0;
+    for r in &results {
+        let sym = if !r.compile_errors.is_empty() {
+            "COMPILE FAIL".to_string()
+        } else if r.missing.is_empty() {
+            "OK".to_string()
+        } else {
+            format!("FAIL ({} missing)", r.missing.len())
+        };
+        let link = |x: &std::result::Result<(), String>| if x.is_ok() { "OK" } else { "FAIL" };
+        println!(
+            "{:width$} | {sym:7} | {:10} | {}",
+            r.name,
+            link(&r.sm_90),
+            link(&r.gfx90a)
+        );
+        for (s, opts) in &r.missing {
+            all_missing.entry(s.clone()).or_default().push(format!(
+                "{}({})",
+                r.name,
+                opts.join(",")
+            ));
+        }
+        for e in &r.compile_errors {
+            println!("    {}: device compile {e}", r.name);
+        }
+        for (arch, x) in [("sm_90", &r.sm_90), ("gfx90a", &r.gfx90a)] {
+            if let Err(e) = x {
+                println!("    {}: {arch} link: {e}", r.name);
+            }
+        }
+        if !r.compile_errors.is_empty()
+            || !r.missing.is_empty()
+            || r.sm_90.is_err()
+            || r.gfx90a.is_err()
+        {
+            bad += 1;
+        }
+    }
+    if !all_missing.is_empty() {
+        println!("device symbols that {} does not define:", util::show(&bc));
+        for (s, users) in &all_missing {
+            println!("    {s}  (needed by {})", users.join(" "));
+        }
+    }
+    println!("probes: {} of {} good", results.len() - bad, results.len());
+    if bad > 0 {
+        crate::bail!(
+            "{bad} probe(s) failing{}",
+            if all_missing.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; missing device symbols: {}",
+                    all_missing.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            }
+        );
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Program corpus
+
+/// How one corpus is compiled.
+struct Suite {
+    /// Offload flags, e.g. `-fopenmp-targets=x86_64-pc-linux-gnu`.
+    target_args: Vec<String>,
+    /// Under target/.
+    out_dir: &'static str,
+}
+
+impl Suite {
+    fn host() -> Suite {
+        Suite {
+            target_args: vec!["-fopenmp-targets=x86_64-pc-linux-gnu".into()],
+            out_dir: "target/programs",
+        }
+    }
+
+    fn gpu() -> Suite {
+        Suite {
+            target_args: vec!["--offload-arch=sm_90".into()],
+            out_dir: "target/programs-gpu",
+        }
+    }
+}
+
+/// What a program's header asks for.
+#[derive(Debug, Default, PartialEq)]
+struct Header {
+    expect_fail: bool,
+    env: Vec<(String, String)>,
+}
+
+fn parse_header(text: &str) -> Header {
+    let mut h = Header::default();
+    for line in text.lines() {
+        let Some(comment) = line.trim().strip_prefix("//") else {
+            continue;
+        };
+        let comment = comment.trim();
+        if let Some(v) = comment.strip_prefix("EXPECT:") {
+            h.expect_fail |= v.trim().eq_ignore_ascii_case("fail");
+        } else if let Some(v) = comment.strip_prefix("ENV:") {
+            if let Some((k, val)) = v.trim().split_once('=') {
+                h.env.push((k.trim().to_string(), val.trim().to_string()));
+            }
+        }
+    }
+    h
+}
+
+#[derive(Clone, Debug)]
+enum Outcome {
+    Exit(i32),
+    Signal(i32),
+    Timeout,
+    CompileFailed,
+    NotRun(String),
+}
+
+/// (passed, what to show)
+type Verdict = (bool, String);
+
+fn verdict(o: &Outcome, expect_fail: bool) -> Verdict {
+    match (o, expect_fail) {
+        (Outcome::Exit(0), false) => (true, "ok".into()),
+        (Outcome::Exit(0), true) => (false, "FAIL (exit 0, expected failure)".into()),
+        (Outcome::Exit(c), true) => (true, format!("ok (exit {c}, expected)")),
+        (Outcome::Exit(c), false) => (false, format!("FAIL (exit {c})")),
+        (Outcome::Signal(s), _) => (false, format!("FAIL (signal {s})")),
+        (Outcome::Timeout, _) => (false, format!("FAIL (timeout {}s)", TIMEOUT.as_secs())),
+        (Outcome::CompileFailed, _) => (false, "FAIL (compile)".into()),
+        (Outcome::NotRun(e), _) => (false, format!("FAIL ({e})")),
+    }
+}
+
+/// Runs `exe` with a time limit, its output to `log`. Kills its whole process group on timeout.
+fn run_program(exe: &Path, env: &[(String, String)], log: &Path) -> Outcome {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let out = match File::create(log) {
+        Ok(f) => f,
+        Err(e) => return Outcome::NotRun(format!("cannot create {}: {e}", log.display())),
+    };
+    let err = match out.try_clone() {
+        Ok(f) => f,
+        Err(e) => return Outcome::NotRun(e.to_string()),
+    };
+    let mut cmd = Command::new(exe);
+    if !env.iter().any(|(k, _)| k == "OMP_TARGET_OFFLOAD") {
+        cmd.env("OMP_TARGET_OFFLOAD", "mandatory");
+    }
+    cmd.envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .current_dir(exe.parent().unwrap_or(Path::new(".")))
+        .process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return Outcome::NotRun(format!("cannot start: {e}")),
+    };
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                return match (status.code(), status.signal()) {
+                    (Some(c), _) => Outcome::Exit(c),
+                    (None, Some(s)) => Outcome::Signal(s),
+                    _ => Outcome::NotRun("unknown exit status".into()),
+                };
+            }
+            Ok(None) if start.elapsed() > TIMEOUT => {
+                // The program leads its own process group: end all of it.
+                let _ = Command::new("kill")
+                    .args(["-KILL", &format!("-{}", child.id())])
+                    .stderr(Stdio::null())
+                    .status();
+                let _ = child.kill();
+                let _ = child.wait();
+                return Outcome::Timeout;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Outcome::NotRun(e.to_string()),
+        }
+    }
+}
+
+struct Program {
+    src: PathBuf,
+    name: String,
+    header: Header,
+}
+
+pub struct Summary {
+    pub passed: usize,
+    pub failed: usize,
+}
+
+fn corpus(suite: &Suite) -> Result<Summary> {
+    let dir = at("tests/programs");
+    let readme = dir.join("README.md");
+    if readme.is_file() {
+        println!("corpus conventions: {}", util::show(&readme));
+    }
+    let programs: Vec<Program> = sources(&dir)
+        .into_iter()
+        .map(|src| {
+            let text = std::fs::read_to_string(&src).unwrap_or_default();
+            Program {
+                name: src
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+                header: parse_header(&text),
+                src,
+            }
+        })
+        .collect();
+    if programs.is_empty() {
+        println!("corpus: no programs in {}", util::show(&dir));
+        return Ok(Summary {
+            passed: 0,
+            failed: 0,
+        });
+    }
+    let out_dir = at(suite.out_dir);
+    let llvm_dir = out_dir.join("llvm");
+    util::mkdirs(&llvm_dir)?;
+    let with_llvm = host::llvm_ref_dir().join("libomptarget.so").exists();
+    if !with_llvm {
+        println!("corpus: no target/llvm-ref/libomptarget.so: LLVM column skipped");
+    }
+
+    // Compile everything, two at a time.
+    let mut jobs: Vec<(usize, Runtime)> = (0..programs.len()).map(|i| (i, Runtime::Ours)).collect();
+    if with_llvm {
+        jobs.extend((0..programs.len()).map(|i| (i, Runtime::Llvm)));
+    }
+    println!(
+        "corpus: compiling {} programs ({} builds)",
+        programs.len(),
+        jobs.len()
+    );
+    let exe_of = |i: usize, rt: Runtime| {
+        let stem = stem(&programs[i].src);
+        match rt {
+            Runtime::Ours => out_dir.join(&stem),
+            Runtime::Llvm => llvm_dir.join(&stem),
+        }
+    };
+    let compiled = util::parallel(&jobs, JOBS, |&(i, rt)| {
+        let p = &programs[i];
+        let exe = exe_of(i, rt);
+        let _ = std::fs::remove_file(&exe);
+        let mut args = vec!["-O2".to_string()];
+        args.extend(suite.target_args.iter().cloned());
+        args.push(p.src.display().to_string());
+        args.extend([
+            "-o".to_string(),
+            exe.display().to_string(),
+            "-lm".to_string(),
+        ]);
+        compile(
+            is_cxx(&p.src),
+            rt,
+            &args,
+            &exe.with_extension("compile.log"),
+        )
+    });
+
+    // Run them one at a time.
+    let mut rows: Vec<(String, Verdict, Option<Verdict>)> = Vec::new();
+    for (p_idx, p) in programs.iter().enumerate() {
+        let cell = |rt: Runtime| {
+            let job = jobs.iter().position(|&(i, r)| i == p_idx && r == rt)?;
+            let exe = exe_of(p_idx, rt);
+            let outcome = match &compiled[job] {
+                Err(_) => Outcome::CompileFailed,
+                Ok(()) => run_program(&exe, &p.header.env, &exe.with_extension("log")),
+            };
+            Some(verdict(&outcome, p.header.expect_fail))
+        };
+        let ours = cell(Runtime::Ours).expect("ours is always compiled");
+        let llvm = cell(Runtime::Llvm);
+        print_row(&p.name, &ours, llvm.as_ref());
+        rows.push((p.name.clone(), ours, llvm));
+    }
+
+    let passed = rows.iter().filter(|r| r.1 .0).count();
+    let failed = rows.len() - passed;
+    if with_llvm {
+        let diff: Vec<String> = rows
+            .iter()
+            .filter_map(|(name, ours, llvm)| {
+                let llvm = llvm.as_ref()?;
+                (ours.0 != llvm.0).then(|| format!("    {name}: ours {}, llvm {}", ours.1, llvm.1))
+            })
+            .collect();
+        if diff.is_empty() {
+            println!("ours and llvm agree on every program");
+        } else {
+            println!("programs where ours and llvm differ:");
+            for d in diff {
+                println!("{d}");
+            }
+        }
+    }
+    let ours_failed: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r.1 .0)
+        .map(|r| r.0.as_str())
+        .collect();
+    if !ours_failed.is_empty() {
+        println!(
+            "failing with ours (logs in {}/<name>.log, <name>.compile.log): {}",
+            util::show(&out_dir),
+            ours_failed.join(" ")
+        );
+    }
+    Ok(Summary { passed, failed })
+}
+
+fn print_row(name: &str, ours: &Verdict, llvm: Option<&Verdict>) {
+    let llvm = llvm.map(|l| l.1.as_str()).unwrap_or("-");
+    println!("{name:36} | {:30} | {llvm}", ours.1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_conventions() {
+        let h = parse_header(
+            "// EXPECT: fail\n// ENV: OMP_TARGET_OFFLOAD=disabled\n// ENV: A = b=c\nint main(){}\n",
+        );
+        assert!(h.expect_fail);
+        assert_eq!(
+            h.env,
+            vec![
+                ("OMP_TARGET_OFFLOAD".to_string(), "disabled".to_string()),
+                ("A".to_string(), "b=c".to_string())
+            ]
+        );
+        assert_eq!(parse_header("int x; // nothing\n"), Header::default());
+    }
+
+    #[test]
+    fn verdicts() {
+        assert!(verdict(&Outcome::Exit(0), false).0);
+        assert!(!verdict(&Outcome::Exit(0), true).0);
+        assert!(verdict(&Outcome::Exit(1), true).0);
+        assert!(!verdict(&Outcome::Signal(6), true).0);
+        assert!(!verdict(&Outcome::Timeout, true).0);
+    }
+
+    #[test]
+    fn needed_symbols_from_ir() {
+        let ll = "declare i32 @__kmpc_target_init(ptr, ptr)\n\
+                  declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n\
+                  declare hidden noundef ptr @\"quoted name\"(i64)\n\
+                  @ext = external addrspace(1) global i32\n\
+                  @weak = extern_weak global i32\n\
+                  @defined = global i32 0\n\
+                  define void @f() {\n  ret void\n}\n";
+        let got: Vec<String> = needed_symbols(ll).into_iter().collect();
+        assert_eq!(
+            got,
+            vec!["__kmpc_target_init", "ext", "quoted name", "weak"]
+        );
+    }
+
+    #[test]
+    fn program_exit_status() {
+        let dir = std::env::temp_dir().join(format!("xtask-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("log");
+        let sh = Path::new("/bin/sh");
+        // /bin/sh with no script reads stdin (null): exits 0 at once.
+        assert!(matches!(run_program(sh, &[], &log), Outcome::Exit(0)));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
