@@ -22,7 +22,9 @@ for f in "${files[@]}"; do
   envs=(OMP_TARGET_OFFLOAD=mandatory)
   while read -r l; do envs+=("$l"); done < <(sed -n 's#^// ENV: ##p' "$f")
   expect=pass; head -1 "$f" | grep -q '^// EXPECT: fail' && expect=fail
-  env "${envs[@]}" timeout 10 "$OUT/$n" >"$OUT/$n.out" 2>"$OUT/$n.err"; rc=$?
+  # (inner bash: keeps the shell's "Aborted" job message out of the output)
+  bash -c 'o=$1; shift; env "$@" timeout 10 "$o" >"$o.out" 2>"$o.err"; exit $?' _ "$OUT/$n" "${envs[@]}" 2>/dev/null
+  rc=$?
   if [ $rc -eq 124 ]; then r=TIMEOUT
   elif [ $expect = pass ] && [ $rc -eq 0 ]; then r=PASS
   elif [ $expect = fail ] && [ $rc -ne 0 ]; then r=PASS
