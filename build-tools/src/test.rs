@@ -61,7 +61,10 @@ pub fn run(o: Options) -> Result<i32> {
         util::step("test 4/4: program corpus (host offload, x86_64-pc-linux-gnu)");
         let summary = corpus(&Suite::host())?;
         report_failed_steps(&failed_steps);
-        println!("{} passed, {} failed, {} skipped", summary.passed, summary.failed, summary.skipped);
+        println!(
+            "{} passed, {} failed, {} skipped",
+            summary.passed, summary.failed, summary.skipped
+        );
         if summary.failed > 0 {
             code = 1;
         }
@@ -103,7 +106,10 @@ fn gpu() -> Result<i32> {
     host::run()?;
     util::step("test --gpu: program corpus on the GPU (sm_90)");
     let summary = corpus(&Suite::gpu())?;
-    println!("{} passed, {} failed, {} skipped", summary.passed, summary.failed, summary.skipped);
+    println!(
+        "{} passed, {} failed, {} skipped",
+        summary.passed, summary.failed, summary.skipped
+    );
     Ok(if summary.failed > 0 { 1 } else { 0 })
 }
 
@@ -197,13 +203,131 @@ fn needed_symbols(ll: &str) -> BTreeSet<String> {
     out
 }
 
+/// Names the program itself declares `extern` (defined nowhere in the probe, on purpose): they are
+/// not the runtime's to provide.
+fn own_externs(src: &str, symbols: &BTreeSet<String>) -> BTreeSet<String> {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    symbols
+        .iter()
+        .filter(|sym| {
+            src.lines().any(|l| {
+                l.trim_start().starts_with("extern ")
+                    && l.match_indices(sym.as_str()).any(|(i, _)| {
+                        !l[..i].ends_with(is_ident) && !l[i + sym.len()..].starts_with(is_ident)
+                    })
+            })
+        })
+        .cloned()
+        .collect()
+}
+
+/// Undefined symbols a failed device link reports (nvlink and ld.lld wording).
+fn link_undefined(log: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for line in log.lines() {
+        if let Some(rest) = line.split("Undefined reference to '").nth(1) {
+            if let Some(sym) = rest.split('\'').next() {
+                out.insert(sym.to_string());
+            }
+        } else if let Some(rest) = line.split("undefined symbol: ").nth(1) {
+            out.insert(rest.trim().to_string());
+        }
+    }
+    out
+}
+
+/// A full link of a probe for one GPU.
+struct Link {
+    arch: &'static str,
+    ok: bool,
+    /// Undefined device symbols the link reported (the program's own externs left out).
+    undefined: BTreeSet<String>,
+    log: PathBuf,
+}
+
 struct ProbeResult {
     name: String,
-    /// symbol -> opt levels that need it
+    /// symbol -> opt levels whose device code needs it
     missing: BTreeMap<String, Vec<&'static str>>,
     compile_errors: Vec<String>,
-    sm_90: std::result::Result<(), String>,
-    gfx90a: std::result::Result<(), String>,
+    links: Vec<Link>,
+}
+
+impl ProbeResult {
+    fn good(&self) -> bool {
+        self.compile_errors.is_empty() && self.missing.is_empty() && self.links.iter().all(|l| l.ok)
+    }
+}
+
+const PROBE_ARCHS: [&str; 2] = ["sm_90", "gfx90a"];
+
+fn probe(
+    src: &Path,
+    out_dir: &Path,
+    defined: &BTreeSet<String>,
+    allowed: &BTreeSet<&str>,
+) -> ProbeResult {
+    let name = stem(src);
+    let cxx = is_cxx(src);
+    let src_s = src.display().to_string();
+    let text = std::fs::read_to_string(src).unwrap_or_default();
+    let mut r = ProbeResult {
+        name: name.clone(),
+        missing: BTreeMap::new(),
+        compile_errors: Vec::new(),
+        links: Vec::new(),
+    };
+    for opt in ["-O2", "-O0"] {
+        let ll = out_dir.join(format!("{name}{opt}.sm_90.ll"));
+        let log = out_dir.join(format!("{name}{opt}.sm_90.log"));
+        let mut args: Vec<String> = [
+            opt,
+            "--offload-arch=sm_90",
+            "--offload-device-only",
+            "-emit-llvm",
+            "-S",
+            "-nogpulib",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend([src_s.clone(), "-o".into(), ll.display().to_string()]);
+        if let Err(e) = compile(cxx, Runtime::Ours, &args, &log) {
+            r.compile_errors.push(format!("{opt}: {e}"));
+            continue;
+        }
+        let needed = needed_symbols(&std::fs::read_to_string(&ll).unwrap_or_default());
+        let own = own_externs(&text, &needed);
+        for s in needed {
+            if !defined.contains(&s) && !allowed.contains(s.as_str()) && !own.contains(&s) {
+                r.missing.entry(s).or_default().push(opt);
+            }
+        }
+    }
+    for arch in PROBE_ARCHS {
+        let exe = out_dir.join(format!("{name}-{arch}"));
+        let log = out_dir.join(format!("{name}-{arch}.log"));
+        let args: Vec<String> = vec![
+            "-O2".into(),
+            format!("--offload-arch={arch}"),
+            src_s.clone(),
+            "-o".into(),
+            exe.display().to_string(),
+        ];
+        let linked = compile(cxx, Runtime::Ours, &args, &log).is_ok();
+        let mut undefined = link_undefined(&std::fs::read_to_string(&log).unwrap_or_default());
+        let own = own_externs(&text, &undefined);
+        undefined.retain(|s| !own.contains(s));
+        // A link that failed only on the program's own externs says nothing about the runtime.
+        let ok = linked || (!own.is_empty() && undefined.is_empty());
+        r.links.push(Link {
+            arch,
+            ok,
+            undefined,
+            log,
+        });
+    }
+    r
 }
 
 fn probes() -> Result<()> {
@@ -225,64 +349,9 @@ fn probes() -> Result<()> {
         println!("probes: {} has no .c/.cpp files; skipped", dir.display());
         return Ok(());
     }
-
+    println!("probes: {} programs from {}", probes.len(), dir.display());
     let results = util::parallel(&probes, JOBS, |src| {
-        let name = stem(src);
-        let cxx = is_cxx(src);
-        let src_s = src.display().to_string();
-        let mut r = ProbeResult {
-            name: name.clone(),
-            missing: BTreeMap::new(),
-            compile_errors: Vec::new(),
-            sm_90: Ok(()),
-            gfx90a: Ok(()),
-        };
-        for opt in ["-O2", "-O0"] {
-            let ll = out_dir.join(format!("{name}{opt}.sm_90.ll"));
-            let args: Vec<String> = [
-                opt,
-                "--offload-arch=sm_90",
-                "--offload-device-only",
-                "-emit-llvm",
-                "-S",
-                "-nogpulib",
-                &src_s,
-                "-o",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .chain([ll.display().to_string()])
-            .collect();
-            let log = out_dir.join(format!("{name}{opt}.sm_90.log"));
-            if let Err(e) = compile(cxx, Runtime::Ours, &args, &log) {
-                r.compile_errors.push(format!("{opt}: {e}"));
-                continue;
-            }
-            let text = std::fs::read_to_string(&ll).unwrap_or_default();
-            for s in needed_symbols(&text) {
-                if !defined.contains(&s) && !allowed.contains(s.as_str()) {
-                    r.missing.entry(s).or_default().push(opt);
-                }
-            }
-        }
-        for arch in ["sm_90", "gfx90a"] {
-            let exe = out_dir.join(format!("{name}-{arch}"));
-            let args: Vec<String> = vec![
-                "-O2".into(),
-                format!("--offload-arch={arch}"),
-                src_s.clone(),
-                "-o".into(),
-                exe.display().to_string(),
-            ];
-            let log = out_dir.join(format!("{name}-{arch}.log"));
-            let res = compile(cxx, Runtime::Ours, &args, &log);
-            if arch == "sm_90" {
-                r.sm_90 = res;
-            } else {
-                r.gfx90a = res;
-            }
-        }
-        r
+        probe(src, &out_dir, &defined, &allowed)
     });
 
     let width = results
@@ -291,9 +360,12 @@ fn probes() -> Result<()> {
         .max()
         .unwrap_or(5)
         .max(5);
-    println!("{:width$} | symbols | sm_90 link | gfx90a link", "probe");
-    let mut all_missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut bad = 0;
+    println!(
+        "{:width$} | {:16} | {:10} | {}",
+        "probe", "device symbols", "sm_90 link", "gfx90a link"
+    );
+    // symbol -> where it is missing
+    let mut missing: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for r in &results {
         let sym = if !r.compile_errors.is_empty() {
             "COMPILE FAIL".to_string()
@@ -302,16 +374,16 @@ fn probes() -> Result<()> {
         } else {
             format!("FAIL ({} missing)", r.missing.len())
         };
-        let link = |x: &std::result::Result<(), String>| if x.is_ok() { "OK" } else { "FAIL" };
+        let link = |l: &Link| if l.ok { "OK" } else { "FAIL" };
         println!(
-            "{:width$} | {sym:7} | {:10} | {}",
+            "{:width$} | {sym:16} | {:10} | {}",
             r.name,
-            link(&r.sm_90),
-            link(&r.gfx90a)
+            link(&r.links[0]),
+            link(&r.links[1])
         );
         for (s, opts) in &r.missing {
-            all_missing.entry(s.clone()).or_default().push(format!(
-                "{}({})",
+            missing.entry(s.clone()).or_default().insert(format!(
+                "{} (nvptx {})",
                 r.name,
                 opts.join(",")
             ));
@@ -319,35 +391,48 @@ fn probes() -> Result<()> {
         for e in &r.compile_errors {
             println!("    {}: device compile {e}", r.name);
         }
-        for (arch, x) in [("sm_90", &r.sm_90), ("gfx90a", &r.gfx90a)] {
-            if let Err(e) = x {
-                println!("    {}: {arch} link: {e}", r.name);
+        for l in r.links.iter().filter(|l| !l.ok) {
+            if l.undefined.is_empty() {
+                println!(
+                    "    {}: {} link failed, see {}",
+                    r.name,
+                    l.arch,
+                    util::show(&l.log)
+                );
+            }
+            for s in &l.undefined {
+                missing
+                    .entry(s.clone())
+                    .or_default()
+                    .insert(format!("{} ({} link)", r.name, l.arch));
             }
         }
-        if !r.compile_errors.is_empty()
-            || !r.missing.is_empty()
-            || r.sm_90.is_err()
-            || r.gfx90a.is_err()
-        {
-            bad += 1;
+    }
+    if !missing.is_empty() {
+        println!("device symbols the runtime does not provide:");
+        for (s, users) in &missing {
+            println!(
+                "    {s}: {}",
+                users.iter().cloned().collect::<Vec<_>>().join(", ")
+            );
         }
     }
-    if !all_missing.is_empty() {
-        println!("device symbols that {} does not define:", util::show(&bc));
-        for (s, users) in &all_missing {
-            println!("    {s}  (needed by {})", users.join(" "));
-        }
-    }
-    println!("probes: {} of {} good", results.len() - bad, results.len());
+    let bad = results.iter().filter(|r| !r.good()).count();
+    println!(
+        "probes: {} of {} good (logs in {})",
+        results.len() - bad,
+        results.len(),
+        util::show(&out_dir)
+    );
     if bad > 0 {
         crate::bail!(
             "{bad} probe(s) failing{}",
-            if all_missing.is_empty() {
+            if missing.is_empty() {
                 String::new()
             } else {
                 format!(
                     "; missing device symbols: {}",
-                    all_missing.keys().cloned().collect::<Vec<_>>().join(", ")
+                    missing.keys().cloned().collect::<Vec<_>>().join(", ")
                 )
             }
         );
@@ -570,6 +655,7 @@ fn corpus(suite: &Suite) -> Result<Summary> {
     });
 
     // Run them one at a time.
+    println!("{:36} | {:30} | llvm", "program", "ours");
     let mut rows: Vec<(String, Verdict, Option<Verdict>)> = Vec::new();
     for (p_idx, p) in programs.iter().enumerate() {
         let cell = |rt: Runtime| {
@@ -591,11 +677,18 @@ fn corpus(suite: &Suite) -> Result<Summary> {
     // runtime today: they are listed every run and counted as skipped, never as passed.
     let known = known_failures(&at("tests/programs/KNOWN_FAILURES"));
     let passed = rows.iter().filter(|r| r.1 .0).count();
-    let skipped = rows.iter().filter(|r| !r.1 .0 && known.iter().any(|(k, _)| *k == r.0)).count();
+    let skipped = rows
+        .iter()
+        .filter(|r| !r.1 .0 && known.iter().any(|(k, _)| *k == r.0))
+        .count();
     let failed = rows.len() - passed - skipped;
     for (name, why) in &known {
         if let Some(row) = rows.iter().find(|r| &r.0 == name) {
-            let now = if row.1 .0 { "now passes: remove it from the list" } else { "still fails" };
+            let now = if row.1 .0 {
+                "now passes: remove it from the list"
+            } else {
+                "still fails"
+            };
             println!("known failure {name}: {why} ({now})");
         }
     }
@@ -628,7 +721,11 @@ fn corpus(suite: &Suite) -> Result<Summary> {
             ours_failed.join(" ")
         );
     }
-    Ok(Summary { passed, failed, skipped })
+    Ok(Summary {
+        passed,
+        failed,
+        skipped,
+    })
 }
 
 /// `name reason…` per line; `#` starts a comment.
@@ -638,7 +735,9 @@ fn known_failures(path: &std::path::Path) -> Vec<(String, String)> {
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(|l| {
-            let (name, why) = l.split_once(char::is_whitespace).unwrap_or((l, "no reason given"));
+            let (name, why) = l
+                .split_once(char::is_whitespace)
+                .unwrap_or((l, "no reason given"));
             (name.to_string(), why.trim().to_string())
         })
         .collect()
@@ -691,6 +790,25 @@ mod tests {
         assert_eq!(
             got,
             vec!["__kmpc_target_init", "ext", "quoted name", "weak"]
+        );
+    }
+
+    #[test]
+    fn own_externs_and_link_logs() {
+        let src = "extern void opaque(int *);\nint main(void) { omp_get_thread_num(); }\n";
+        let syms: BTreeSet<String> = ["opaque", "omp_get_thread_num", "opa"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            own_externs(src, &syms).into_iter().collect::<Vec<_>>(),
+            vec!["opaque".to_string()]
+        );
+        let log = "nvlink error   : Undefined reference to '__kmpc_kernel_parallel' in 'x.cubin'\n\
+                   ld.lld: error: undefined symbol: printf\n>>> referenced by x.o\n";
+        assert_eq!(
+            link_undefined(log).into_iter().collect::<Vec<_>>(),
+            vec!["__kmpc_kernel_parallel".to_string(), "printf".to_string()]
         );
     }
 

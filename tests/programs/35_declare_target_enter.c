@@ -1,12 +1,17 @@
 // CFLAGS: -fopenmp-version=52
 // OpenMP 5.2 'declare target enter(...)' and begin/end declare target blocks.
+// 'enter' needs -fopenmp-version=52 (see CFLAGS); without it the 5.1 spelling 'to' is used.
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 
 int counter = 0;
+#if _OPENMP >= 202111
 #pragma omp declare target enter(counter)
+#else
+#pragma omp declare target to(counter)
+#endif
 
 #pragma omp begin declare target
 int table[8] = {1, 1, 2, 3, 5, 8, 13, 21};
@@ -15,7 +20,11 @@ int lookup(int i) { return table[i & 7] * scale; }
 #pragma omp end declare target
 
 int bump(int k);
+#if _OPENMP >= 202111
 #pragma omp declare target enter(bump)
+#else
+#pragma omp declare target to(bump)
+#endif
 int bump(int k) { counter += k; return counter; }
 
 int main(void) {
