@@ -91,6 +91,17 @@ impl MapList {
     }
 }
 
+/// The pointer variable of a PTR_AND_OBJ item (at its base), keeping only the `kept` bits.
+fn pointer_item(item: &MapItem, kept: MapType) -> MapItem {
+    MapItem {
+        base: item.base,
+        begin: item.base,
+        size: std::mem::size_of::<usize>() as i64,
+        kind: item.kind & kept,
+        mapper: std::ptr::null_mut(),
+    }
+}
+
 fn skip_for_mapping(kind: MapType) -> bool {
     kind.intersects(MapType::LITERAL | MapType::PRIVATE) || kind.contains(MapType::NON_CONTIG)
 }
@@ -210,13 +221,7 @@ pub fn begin(device: &DeviceState, items: &[MapItem], mut return_bases: Option<&
         }
         let update_ref = item.kind.member_of().is_none();
         if item.kind.contains(MapType::PTR_AND_OBJ) {
-            let pointer = MapItem {
-                base: item.base,
-                begin: item.base,
-                size: std::mem::size_of::<usize>() as i64,
-                kind: MapType::empty() | (item.kind & MapType::OMPX_HOLD),
-                mapper: std::ptr::null_mut(),
-            };
+            let pointer = pointer_item(item, MapType::OMPX_HOLD);
             map_one(device, &pointer, update_ref, &mut fresh, loc)?;
             map_one(device, item, true, &mut fresh, loc)?;
             // For PTR_AND_OBJ clang's base is the host address of the pointer variable.
@@ -293,13 +298,7 @@ pub fn end(device: &DeviceState, items: &[MapItem], loc: &str) -> Result<()> {
         let update_ref = item.kind.member_of().is_none();
         unmap_one(device, item, update_ref, &mut frees, loc)?;
         if item.kind.contains(MapType::PTR_AND_OBJ) {
-            let pointer = MapItem {
-                base: item.base,
-                begin: item.base,
-                size: std::mem::size_of::<usize>() as i64,
-                kind: item.kind & (MapType::OMPX_HOLD | MapType::DELETE),
-                mapper: std::ptr::null_mut(),
-            };
+            let pointer = pointer_item(item, MapType::OMPX_HOLD | MapType::DELETE);
             unmap_one(device, &pointer, update_ref, &mut frees, loc)?;
         }
     }

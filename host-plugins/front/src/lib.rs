@@ -173,7 +173,8 @@ unsafe fn legacy_target(
     unsafe { __tgt_target_kernel(ident, device_id, teams, threads, region_id, &mut args) }
 }
 
-macro_rules! legacy_targets {
+/// Exports that forward their C arguments to one shared implementation.
+macro_rules! forwarding_exports {
     ($($name:ident($($extra:ident: $t:ty),*) => $call:expr;)*) => {$(
         /// # Safety
         /// Arrays of `arg_num` elements, as clang passes them.
@@ -185,7 +186,7 @@ macro_rules! legacy_targets {
         }
     )*};
 }
-legacy_targets! {
+forwarding_exports! {
     __tgt_target(device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => legacy_target(std::ptr::null_mut(), device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), 0, 0);
     __tgt_target_nowait(device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => legacy_target(std::ptr::null_mut(), device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), 0, 0);
     __tgt_target_mapper(ident: *mut Ident, device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void) => legacy_target(ident, device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers, 0, 0);
@@ -230,19 +231,7 @@ unsafe fn data_op(
     })
 }
 
-macro_rules! data_exports {
-    ($($name:ident($($extra:ident: $t:ty),*) => $call:expr;)*) => {$(
-        /// # Safety
-        /// Arrays of `arg_num` elements, as clang passes them.
-        #[unsafe(no_mangle)]
-        #[allow(clippy::too_many_arguments, unused_variables)]
-        pub unsafe extern "C" fn $name($($extra: $t,)*) -> i32 {
-            // SAFETY: forwarded; the caller passes clang's arrays.
-            unsafe { $call }
-        }
-    )*};
-}
-data_exports! {
+forwarding_exports! {
     __tgt_target_data_begin(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => data_op(DataOp::Begin, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
     __tgt_target_data_end(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => data_op(DataOp::End, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
     __tgt_target_data_update(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => data_op(DataOp::Update, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
