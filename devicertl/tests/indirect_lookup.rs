@@ -1,0 +1,120 @@
+//! Indirect-call translation over tables of every interesting size: every present key maps to
+//! its device address, and a key in any gap (below the first, between two entries, above the
+//! last) comes back unchanged.
+
+use devicertl::indirect::{__kmpc_target_translate_fptr, __llvm_omp_indirect_call_lookup, translate};
+use rustomp_abi::FptrMapEntry;
+
+/// A sorted table whose host keys leave a gap of at least one address around each entry.
+/// Spacing varies so the search meets uneven gaps; device addresses are unrelated to keys.
+fn table(len: usize) -> Vec<FptrMapEntry> {
+    let mut host = 0x1000u64;
+    (0..len as u64)
+        .map(|i| {
+            host += 2 + (i * 7919) % 13;
+            FptrMapEntry { host, device: 0xdead_0000_0000 + i * 16 }
+        })
+        .collect()
+}
+
+/// One absent key per gap, plus the extremes.
+fn absent_keys(table: &[FptrMapEntry]) -> Vec<u64> {
+    let mut keys = vec![0, 1, u64::MAX];
+    match (table.first(), table.last()) {
+        (Some(first), Some(last)) => {
+            keys.push(first.host - 1);
+            keys.push(last.host + 1);
+        }
+        _ => keys.push(0x1234),
+    }
+    for pair in table.windows(2) {
+        keys.push(pair[0].host + 1);
+        keys.push(pair[1].host - 1);
+    }
+    keys
+}
+
+fn check_table(len: usize) {
+    let table = table(len);
+    for entry in &table {
+        assert_eq!(translate(&table, entry.host), entry.device, "present key {:#x} of {len}", entry.host);
+    }
+    for key in absent_keys(&table) {
+        assert!(table.binary_search_by_key(&key, |e| e.host).is_err());
+        assert_eq!(translate(&table, key), key, "absent key {key:#x} in a table of {len}");
+    }
+}
+
+#[test]
+fn empty_table() {
+    check_table(0);
+}
+
+#[test]
+fn one_entry() {
+    check_table(1);
+}
+
+#[test]
+fn two_entries() {
+    check_table(2);
+}
+
+#[test]
+fn odd_sizes() {
+    for len in [3, 5, 7, 101, 1023] {
+        check_table(len);
+    }
+}
+
+#[test]
+fn even_sizes() {
+    for len in [4, 8, 100, 1024] {
+        check_table(len);
+    }
+}
+
+#[test]
+fn hundred_thousand_entries() {
+    check_table(100_000);
+}
+
+#[test]
+fn duplicate_free_extremes() {
+    // Keys at the ends of the address space must not overflow the search.
+    let table = [FptrMapEntry { host: 0, device: 7 }, FptrMapEntry { host: u64::MAX, device: 9 }];
+    assert_eq!(translate(&table, 0), 7);
+    assert_eq!(translate(&table, u64::MAX), 9);
+    assert_eq!(translate(&table, 5), 5);
+}
+
+/// The exported entry points read the table the plugin published; null stays null.
+/// One test owns the process-wide globals so no other test races with it.
+#[test]
+fn exported_entry_points_use_the_published_table() {
+    use devicertl::env::{__omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size};
+    let table = table(33);
+    let lookup = |ptr: u64| __llvm_omp_indirect_call_lookup(ptr as *mut _) as u64;
+    let translate_fptr = |ptr: u64| __kmpc_target_translate_fptr(ptr as *mut _) as u64;
+
+    // Nothing published: every pointer unchanged.
+    assert_eq!(lookup(table[3].host), table[3].host);
+    // SAFETY: no emulated kernel runs in this test binary while the globals change.
+    unsafe {
+        __omp_offloading_fptr_map_p.set(table.as_ptr());
+        __omp_offloading_fptr_map_size.set(table.len() as u64);
+    }
+    for entry in &table {
+        assert_eq!(lookup(entry.host), entry.device);
+        assert_eq!(translate_fptr(entry.host), entry.device);
+    }
+    for key in absent_keys(&table) {
+        assert_eq!(lookup(key), key);
+    }
+    assert_eq!(lookup(0), 0);
+    // SAFETY: as above.
+    unsafe {
+        __omp_offloading_fptr_map_p.set(core::ptr::null());
+        __omp_offloading_fptr_map_size.set(0);
+    }
+}
