@@ -1,5 +1,6 @@
 //! `cargo xtask`: rustomp's build tool (see `cargo xtask help`).
 
+mod bench;
 mod cc;
 mod demo;
 mod devicertl;
@@ -24,6 +25,10 @@ Commands:
   test [--quick]      cargo test, runtime builds, device-symbol check of the ABI probes, and the
                       program corpus (tests/programs) against rustomp and LLVM; --quick skips the corpus
   test --gpu          the corpus on an NVIDIA GPU (sm_90); skipped without an NVIDIA driver
+  bench [--quick] [filter]
+                      benchmarks (bench/, BENCHMARKS.md): our libomptarget against LLVM's, median
+                      of alternating runs; filter: a group (overhead, mapping, threads, nowait,
+                      indirect, gpu) or text in a measurement's name; --quick: fewer, shorter runs
   help                this text
 
 Environment: RUSTOMP_VERBOSE=1 prints every command run.";
@@ -84,6 +89,21 @@ fn dispatch(args: &[String]) -> Result<i32> {
                 gpu: f[0],
                 quick: f[1],
             });
+        }
+        "bench" => {
+            let mut quick = false;
+            let mut filter = None;
+            for a in rest {
+                match a.as_str() {
+                    "--quick" => quick = true,
+                    f if f.starts_with('-') => {
+                        bail!("`cargo xtask bench` does not take `{f}` (accepted: --quick, and one filter)")
+                    }
+                    f if filter.is_none() => filter = Some(f.to_string()),
+                    f => bail!("`cargo xtask bench` takes one filter; got a second one, `{f}`"),
+                }
+            }
+            return bench::run(bench::Options { quick, filter });
         }
         "help" | "-h" | "--help" => println!("{HELP}"),
         other => bail!("unknown command `{other}`; `cargo xtask help` lists the commands"),

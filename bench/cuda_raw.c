@@ -1,0 +1,131 @@
+// Raw CUDA driver measurements for the GPU group: see cuda_raw.h. Compiled without OpenMP
+// offload, against cuda.h from target/tools/cuda/include; every driver entry point is looked up
+// with dlsym, so the benchmark programs build on machines without a driver.
+#include "cuda_raw.h"
+#include "bench.h"
+#include <cuda.h>
+#include <dlfcn.h>
+
+static struct {
+  __typeof__(cuInit) *init;
+  __typeof__(cuDeviceGet) *device_get;
+  __typeof__(cuDevicePrimaryCtxRetain) *primary_ctx_retain;
+  __typeof__(cuCtxSetCurrent) *ctx_set_current;
+  __typeof__(cuCtxSynchronize) *ctx_synchronize;
+  __typeof__(cuMemAlloc) *mem_alloc;
+  __typeof__(cuMemFree) *mem_free;
+  __typeof__(cuMemcpyDtoD) *memcpy_dtod;
+  __typeof__(cuMemcpyHtoD) *memcpy_htod;
+  __typeof__(cuModuleLoadData) *module_load_data;
+  __typeof__(cuModuleGetFunction) *module_get_function;
+  __typeof__(cuLaunchKernel) *launch_kernel;
+} cu;
+
+static const char empty_ptx[] =
+    ".version 7.0\n"
+    ".target sm_70\n"
+    ".address_size 64\n"
+    ".visible .entry rustomp_bench_empty()\n"
+    "{\n"
+    "  ret;\n"
+    "}\n";
+
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    CUresult rc_ = (call);                                                                         \
+    if (rc_ != CUDA_SUCCESS) BENCH_FAIL("cuda_raw: %s failed with CUresult %d", #call, (int)rc_);  \
+  } while (0)
+
+const char *raw_init(void) {
+  static char why[256];
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    snprintf(why, sizeof why, "cannot load libcuda.so.1: %s", dlerror());
+    return why;
+  }
+  struct {
+    void **slot;
+    const char *name;
+  } symbols[] = {
+      {(void **)&cu.init, "cuInit"},
+      {(void **)&cu.device_get, "cuDeviceGet"},
+      {(void **)&cu.primary_ctx_retain, "cuDevicePrimaryCtxRetain"},
+      {(void **)&cu.ctx_set_current, "cuCtxSetCurrent"},
+      {(void **)&cu.ctx_synchronize, "cuCtxSynchronize"},
+      {(void **)&cu.mem_alloc, "cuMemAlloc_v2"},
+      {(void **)&cu.mem_free, "cuMemFree_v2"},
+      {(void **)&cu.memcpy_dtod, "cuMemcpyDtoD_v2"},
+      {(void **)&cu.memcpy_htod, "cuMemcpyHtoD_v2"},
+      {(void **)&cu.module_load_data, "cuModuleLoadData"},
+      {(void **)&cu.module_get_function, "cuModuleGetFunction"},
+      {(void **)&cu.launch_kernel, "cuLaunchKernel"},
+  };
+  for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
+    *symbols[i].slot = dlsym(lib, symbols[i].name);
+    if (!*symbols[i].slot) {
+      snprintf(why, sizeof why, "libcuda.so.1 has no %s", symbols[i].name);
+      return why;
+    }
+  }
+  CUdevice dev;
+  CUcontext ctx;
+  CUresult rc = cu.init(0);
+  if (rc == CUDA_SUCCESS) rc = cu.device_get(&dev, 0);
+  if (rc == CUDA_SUCCESS) rc = cu.primary_ctx_retain(&ctx, dev);
+  if (rc == CUDA_SUCCESS) rc = cu.ctx_set_current(ctx);
+  if (rc != CUDA_SUCCESS) {
+    snprintf(why, sizeof why, "no usable CUDA device 0 (CUresult %d)", (int)rc);
+    return why;
+  }
+  return NULL;
+}
+
+double raw_d2d_gbps(size_t bytes, int reps) {
+  CUdeviceptr src, dst;
+  CHECK(cu.mem_alloc(&src, bytes));
+  CHECK(cu.mem_alloc(&dst, bytes));
+  CHECK(cu.memcpy_dtod(dst, src, bytes));  // warm-up
+  CHECK(cu.ctx_synchronize());
+  double rate[BENCH_MAX_BATCHES];
+  if (reps > BENCH_MAX_BATCHES) reps = BENCH_MAX_BATCHES;
+  for (int r = 0; r < reps; r++) {
+    double t0 = bench_now();
+    CHECK(cu.memcpy_dtod(dst, src, bytes));
+    CHECK(cu.ctx_synchronize());
+    rate[r] = 2.0 * (double)bytes / (bench_now() - t0) * 1e-9;
+  }
+  CHECK(cu.mem_free(src));
+  CHECK(cu.mem_free(dst));
+  return bench_median(rate, reps);
+}
+
+static void raw_launches(void *ctx, int iters) {
+  CUfunction f = ctx;
+  for (int i = 0; i < iters; i++) {
+    CHECK(cu.launch_kernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+    CHECK(cu.ctx_synchronize());
+  }
+}
+
+double raw_launch_us(int iters, int batches) {
+  CUmodule module;
+  CUfunction f;
+  CHECK(cu.module_load_data(&module, empty_ptx));
+  CHECK(cu.module_get_function(&f, module, "rustomp_bench_empty"));
+  return bench_per_iter(raw_launches, f, iters, batches) * 1e6;
+}
+
+double raw_h2d_gbps(const void *host, size_t bytes, int reps) {
+  CUdeviceptr dst;
+  CHECK(cu.mem_alloc(&dst, bytes));
+  CHECK(cu.memcpy_htod(dst, host, bytes));  // warm-up
+  double rate[BENCH_MAX_BATCHES];
+  if (reps > BENCH_MAX_BATCHES) reps = BENCH_MAX_BATCHES;
+  for (int r = 0; r < reps; r++) {
+    double t0 = bench_now();
+    CHECK(cu.memcpy_htod(dst, host, bytes));
+    rate[r] = (double)bytes / (bench_now() - t0) * 1e-9;
+  }
+  CHECK(cu.mem_free(dst));
+  return bench_median(rate, reps);
+}

@@ -1,0 +1,19 @@
+// The raw CUDA driver measurements the GPU group compares the OpenMP runtime with
+// (bench/cuda_raw.c: libcuda.so.1 loaded with dlopen, no CUDA runtime, no link-time dependency).
+#ifndef RUSTOMP_CUDA_RAW_H
+#define RUSTOMP_CUDA_RAW_H
+#include <stddef.h>
+
+/// Loads the driver and makes device 0's primary context current (the context LLVM's CUDA
+/// plugin uses too). Returns NULL, or why the driver cannot be used.
+const char *raw_init(void);
+/// Device-to-device copy bandwidth: `bytes` copied by cuMemcpyDtoD, counted as read + write
+/// (2 * bytes moved); the median of `reps` copies, in GB/s.
+double raw_d2d_gbps(size_t bytes, int reps);
+/// An empty kernel (PTX loaded by cuModuleLoadData) launched by cuLaunchKernel and waited for
+/// by cuCtxSynchronize: median microseconds per launch over `batches` batches of `iters`.
+double raw_launch_us(int iters, int batches);
+/// cuMemcpyHtoD of `bytes` from `host` (pageable memory) to a device buffer: median GB/s.
+double raw_h2d_gbps(const void *host, size_t bytes, int reps);
+
+#endif
