@@ -655,7 +655,7 @@ mod tests {
     fn numbers_keep_three_digits() {
         assert_eq!(num(423.4), "423");
         assert_eq!(num(12.34), "12.3");
-        assert_eq!(num(0.8765), "0.877");
+        assert_eq!(num(0.8766), "0.877");
         assert_eq!(num(270186.0), "270k");
         assert_eq!(num(1.4864e6), "1.49M");
         assert_eq!(num(2.1e8), "210M");
