@@ -71,7 +71,7 @@ static void present_8(void *ctx, int iters) {
 
 int main(int argc, char **argv) {
   bench_init(argc, argv);
-  int iters = bench_pick(2000, 500);
+  int iters = bench_pick(4000, 500);
   int batches = bench_pick(15, 5);
   struct {
     const char *name;

@@ -35,7 +35,7 @@ static double regions_per_second(int threads, int regions, int batches) {
 
 int main(int argc, char **argv) {
   bench_init(argc, argv);
-  int regions = bench_pick(20000, 5000);
+  int regions = bench_pick(40000, 5000);
   int batches = bench_pick(7, 3);
   int counts[] = {1, 2, 8, 32};
   for (int c = 0; c < 4; c++) {
