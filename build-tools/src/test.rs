@@ -125,8 +125,8 @@ fn gpu() -> Result<i32> {
 fn probe_dir() -> Option<PathBuf> {
     let root = util::root();
     [
+        root.join("tests/abi-probes"),
         root.join("../shared/abi-probes"),
-        root.join("shared/abi-probes"),
     ]
     .into_iter()
     .find(|d| d.is_dir())
@@ -266,6 +266,8 @@ impl ProbeResult {
 }
 
 const PROBE_ARCHS: [&str; 2] = ["sm_90", "gfx90a"];
+/// Probes use OpenMP 5.2 syntax (`declare target enter`); clang-22 defaults to 5.1.
+const PROBE_OPENMP_VERSION: &str = "-fopenmp-version=52";
 
 fn probe(
     src: &Path,
@@ -293,6 +295,7 @@ fn probe(
             "-emit-llvm",
             "-S",
             "-nogpulib",
+            PROBE_OPENMP_VERSION,
         ]
         .iter()
         .map(|s| s.to_string())
@@ -315,6 +318,7 @@ fn probe(
         let log = out_dir.join(format!("{name}-{arch}.log"));
         let args: Vec<String> = vec![
             "-O2".into(),
+            PROBE_OPENMP_VERSION.into(),
             format!("--offload-arch={arch}"),
             src_s.clone(),
             "-o".into(),

@@ -1,5 +1,6 @@
 ; What Rust cannot say for nvptx64: team-shared (addrspace 3) memory and CTA-scope ordering.
 ; Linked into the runtime bitcode by `cargo xtask devicertl`; see src/arch/nvptx.rs.
+target datalayout = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 target triple = "nvptx64-nvidia-cuda"
 
 @__rustomp_team_shared = internal addrspace(3) global [TEAM_SHARED_BYTES x i8] undef, align 16

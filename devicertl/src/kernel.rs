@@ -55,6 +55,36 @@ fn run_worker_state_machine(tid: u32) {
     }
 }
 
+/// The compiler's own generic-mode state machine (emitted by openmp-opt when it knows every
+/// parallel region of the kernel; `UseGenericStateMachine` is then 0): a worker asks for the
+/// next region after the team barrier. Returns whether this thread takes part; `*work_fn` = 0
+/// means the kernel is ending.
+///
+/// # Safety
+/// `work_fn` points at writable storage for one pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_kernel_parallel(work_fn: *mut usize) -> bool {
+    let team = state::team();
+    let work = team.work_fn.load(Ordering::Acquire);
+    // SAFETY: guaranteed by the caller.
+    unsafe { work_fn.write(work) };
+    if work == 0 {
+        return false;
+    }
+    let tid = arch::thread_id_in_block();
+    let active = tid < team.parallel_team_size.load(Ordering::Relaxed);
+    if active {
+        state::set_thread_flags(tid, state::IN_TEAM_REGION | 1);
+    }
+    active
+}
+
+/// A worker of the compiler's state machine finished its region.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_kernel_end_parallel() {
+    state::set_thread_flags(arch::thread_id_in_block(), 0);
+}
+
 /// Ends the kernel: in generic mode the main thread releases the workers.
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_target_deinit() {

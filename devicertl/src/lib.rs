@@ -25,6 +25,7 @@ pub mod kernel;
 pub mod memory;
 pub mod misc;
 pub mod parallel;
+pub mod reduction;
 pub mod state;
 pub mod sync;
 pub mod tasks;

@@ -12,8 +12,10 @@ pub fn device_malloc(bytes: usize) -> *mut u8 {
     // SAFETY: the platform allocator accepts any size and returns null on failure.
     unsafe { arch::malloc(bytes) }
 }
-pub fn device_free(ptr: *mut u8) {
-    // SAFETY: `ptr` came from `device_malloc` (callers only free what they allocated there).
+/// # Safety
+/// `ptr` came from `device_malloc` and is not used afterwards.
+pub unsafe fn device_free(ptr: *mut u8) {
+    // SAFETY: guaranteed by the caller.
     unsafe { arch::free(ptr) }
 }
 
@@ -41,7 +43,7 @@ pub fn alloc_shared(bytes: usize) -> *mut u8 {
     ptr
 }
 
-pub fn free_shared(ptr: *mut u8, bytes: usize) {
+pub(crate) fn free_shared(ptr: *mut u8, bytes: usize) {
     let (low, high) = stack_range();
     let addr = ptr as usize;
     if (low..high).contains(&addr) {
@@ -50,7 +52,8 @@ pub fn free_shared(ptr: *mut u8, bytes: usize) {
         state::team().stack_top.store((addr - low) as u32, Ordering::Relaxed);
         debug_assert!(addr - low + rounded <= SHARED_STACK_BYTES);
     } else {
-        device_free(ptr);
+        // SAFETY: outside the team stack, `alloc_shared` took it from the heap.
+        unsafe { device_free(ptr) };
     }
 }
 
@@ -77,7 +80,8 @@ pub extern "C" fn omp_aligned_alloc(align: usize, bytes: usize, _allocator: usiz
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_free(ptr: *mut c_void, _allocator: usize) {
     if !ptr.is_null() {
-        device_free(ptr as *mut u8)
+        // SAFETY: `omp_alloc` memory comes from the heap; the program frees it once.
+        unsafe { device_free(ptr as *mut u8) }
     }
 }
 #[unsafe(no_mangle)]

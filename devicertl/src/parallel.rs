@@ -17,6 +17,8 @@ type Microtask = *mut c_void;
 /// # Safety
 /// `fn_ptr` is an outlined function taking two `i32*` and `nargs` pointer-sized arguments;
 /// `args` holds `nargs` values.
+// clippy does not see the SAFETY comments inside the macro expansion below.
+#[allow(clippy::undocumented_unsafe_blocks)]
 unsafe fn invoke_microtask(thread_num: u32, fn_ptr: Microtask, args: *mut *mut c_void, nargs: usize) {
     let mut gtid = thread_num as i32;
     let mut btid = 0i32;
@@ -145,8 +147,13 @@ pub unsafe extern "C" fn __kmpc_parallel_60(
         return;
     }
 
-    // Generic mode: only the main thread gets here.
-    let size = requested_threads(if_expr, num_threads, state::main_thread_id());
+    // Generic mode: only the main thread gets here. Regions use whole warps (or one thread), as
+    // in LLVM's runtime, so warp-level reductions never meet a half-idle warp.
+    let warp = arch::warp_size();
+    let size = match requested_threads(if_expr, num_threads, state::main_thread_id()) {
+        n if n < warp => 1,
+        n => n - n % warp,
+    };
     if size <= 1 || wrapper_fn.is_null() {
         // SAFETY: forwarded from the caller.
         unsafe { run_serialized(fn_ptr, args, nargs) };
@@ -160,7 +167,8 @@ pub unsafe extern "C" fn __kmpc_parallel_60(
     arch::team_barrier(); // workers done
     team.parallel_team_size.store(1, Ordering::Relaxed);
     if heap_args {
-        memory::device_free(shared_args as *mut u8);
+        // SAFETY: `share_args` took it from the heap; the region is over.
+        unsafe { memory::device_free(shared_args as *mut u8) };
     }
 }
 

@@ -23,14 +23,17 @@ pub fn region_barrier(count: u32) {
         team.barrier_generation.fetch_add(1, Ordering::Release);
     } else {
         while team.barrier_generation.load(Ordering::Acquire) == generation {
-            core::hint::spin_loop();
+            arch::pause();
         }
     }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_barrier(_ident: *const c_void, _gtid: i32) {
-    region_barrier(state::thread_view().num_threads);
+    let view = state::thread_view();
+    // Outside any parallel region an SPMD kernel runs its team-level code on every thread.
+    let count = if view.level == 0 && state::is_spmd() { arch::num_threads_in_block() } else { view.num_threads };
+    region_barrier(count);
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_barrier_simple_spmd(_ident: *const c_void, _gtid: i32) {
@@ -63,7 +66,7 @@ fn lock_word(name: *mut c_void) -> &'static AtomicU32 {
 pub extern "C" fn __kmpc_critical(_ident: *const c_void, _gtid: i32, name: *mut c_void) {
     let lock = lock_word(name);
     while lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
-        core::hint::spin_loop();
+        arch::pause();
     }
 }
 #[unsafe(no_mangle)]

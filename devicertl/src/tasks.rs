@@ -45,7 +45,8 @@ unsafe fn run_and_free(gtid: i32, task: *mut TaskHeader) {
         // SAFETY: clang's task entry takes (gtid, task).
         unsafe { routine(gtid, task) };
     }
-    memory::device_free(task as *mut u8);
+    // SAFETY: `__kmpc_omp_task_alloc` took the task from the heap; it ran and is done.
+    unsafe { memory::device_free(task as *mut u8) };
 }
 
 /// # Safety
@@ -78,7 +79,8 @@ pub unsafe extern "C" fn __kmpc_omp_task_with_deps(
 pub extern "C" fn __kmpc_omp_task_begin_if0(_ident: *const c_void, _gtid: i32, _task: *mut TaskHeader) {}
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_omp_task_complete_if0(_ident: *const c_void, _gtid: i32, task: *mut TaskHeader) {
-    memory::device_free(task as *mut u8);
+    // SAFETY: clang passes the task `__kmpc_omp_task_alloc` returned, after running it.
+    unsafe { memory::device_free(task as *mut u8) };
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_omp_wait_deps(

@@ -113,3 +113,8 @@ pub fn trap() -> ! {
 }
 
 pub use crate::memory::heap::{free, malloc};
+/// One step of a spin-wait.
+#[inline(always)]
+pub fn pause() {
+    core::hint::spin_loop();
+}

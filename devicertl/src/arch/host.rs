@@ -55,17 +55,19 @@ fn team() -> &'static Team {
     unsafe { &*team }
 }
 
-/// Runs `body` on `teams × threads` emulated device threads, warps of `warp` lanes
-/// (`threads` must be a multiple of `warp`, as on a GPU where the plugin picks the shape).
+/// Runs `body` on `teams × threads` emulated device threads, warps of `warp` lanes (when
+/// `threads` is not a multiple of `warp` the last warp is partial, as on a GPU).
 pub fn launch(teams: u32, threads: u32, warp: u32, body: impl Fn() + Sync) {
-    assert!(teams > 0 && threads > 0 && warp > 0 && threads % warp == 0);
+    assert!(teams > 0 && threads > 0 && warp > 0);
     let team_state: Vec<Arc<Team>> = (0..teams)
         .map(|_| {
             Arc::new(Team {
                 barrier: Barrier::new(threads as usize),
                 shared: (0..TEAM_SHARED_BYTES / 16).map(|_| SharedWord(Default::default())).collect(),
                 lanes: (0..threads).map(|_| Default::default()).collect(),
-                warp_barriers: (0..threads / warp).map(|_| Barrier::new(warp as usize)).collect(),
+                warp_barriers: (0..threads.div_ceil(warp))
+                    .map(|w| Barrier::new((threads - w * warp).min(warp) as usize))
+                    .collect(),
             })
         })
         .collect();
@@ -110,10 +112,11 @@ pub fn lane_id() -> u32 {
     let g = geometry();
     g.thread % g.warp
 }
-/// Emulated warps always run all their lanes.
+/// Emulated warps always run all their lanes (a partial last warp: the lanes that exist).
 pub fn active_mask() -> u64 {
-    let w = geometry().warp;
-    if w >= 64 { !0 } else { (1u64 << w) - 1 }
+    let g = geometry();
+    let lanes = (g.threads - g.thread / g.warp * g.warp).min(g.warp);
+    if lanes >= 64 { !0 } else { (1u64 << lanes) - 1 }
 }
 /// Emulated warps are not lock-step, so a warp sync is a real meeting of all lanes.
 pub fn sync_warp(_mask: u64) {
@@ -130,7 +133,7 @@ pub fn shuffle_down_u32(_mask: u64, value: u32, delta: u32, width: u32) -> u32 {
     team.lanes[g.thread as usize].store(value, SeqCst);
     sync_warp(!0);
     let segment_end = (lane & !(width - 1)) + width;
-    let result = if lane + delta < segment_end {
+    let result = if lane + delta < segment_end && warp_base + lane + delta < g.threads {
         team.lanes[(warp_base + lane + delta) as usize].load(SeqCst)
     } else {
         value
@@ -160,4 +163,8 @@ unsafe extern "C" {
     /// The host's C allocator stands in for the device heap.
     pub fn malloc(size: usize) -> *mut u8;
     pub fn free(ptr: *mut u8);
+}
+/// One step of a spin-wait: emulated threads outnumber the cores, so let the others run.
+pub fn pause() {
+    std::thread::yield_now();
 }

@@ -114,3 +114,8 @@ unsafe extern "C" {
     pub fn malloc(size: usize) -> *mut u8;
     pub fn free(ptr: *mut u8);
 }
+/// One step of a spin-wait.
+#[inline(always)]
+pub fn pause() {
+    core::hint::spin_loop();
+}

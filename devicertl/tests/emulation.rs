@@ -1,0 +1,160 @@
+//! The runtime's team machinery on emulated teams: the generic-mode state machine (the
+//! runtime's and the compiler's), nested and `if(false)` regions, critical sections under
+//! contention, and the team-shared stack behind `__kmpc_alloc_shared`.
+
+mod common;
+
+use common::{generic_kernel, parallel, spmd_kernel, Shared};
+use core::ffi::c_void;
+use devicertl::arch::block_id;
+use devicertl::ids::{omp_get_level, omp_get_num_threads, omp_get_thread_num, omp_in_parallel};
+use devicertl::memory::{__kmpc_alloc_shared, __kmpc_free_shared};
+use devicertl::sync::{__kmpc_critical, __kmpc_end_critical};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+
+fn no_launch_env() -> Shared<rustomp_abi::KernelLaunchEnvironment> {
+    Shared(core::ptr::null_mut())
+}
+
+/// Several regions in a row from the main thread: each runs on the right threads, with the
+/// right ids, and the main thread sees the region finished when `parallel` returns.
+fn check_generic_regions(compiler_state_machine: bool) {
+    let (teams, threads, warp) = (2, 72, 8);
+    let workers = threads - warp;
+    let seen = Mutex::new(Vec::new());
+    generic_kernel(teams, threads, warp, no_launch_env(), compiler_state_machine, || {
+        assert_eq!(omp_in_parallel(), 0);
+        for (region, clause) in [0, 16, 3, 20, 0, 64].into_iter().enumerate() {
+            let ran = AtomicU32::new(0);
+            let ids = Mutex::new(BTreeSet::new());
+            parallel(true, clause, &|| {
+                ran.fetch_add(1, Relaxed);
+                ids.lock().unwrap().insert(omp_get_thread_num());
+                assert_eq!(omp_get_level(), 1);
+                // Nested regions run on the calling thread alone.
+                parallel(true, 8, &|| {
+                    assert_eq!(omp_get_num_threads(), 1);
+                    assert_eq!(omp_get_thread_num(), 0);
+                    assert_eq!(omp_get_level(), 2);
+                });
+            });
+            let ran = ran.load(Relaxed);
+            // Regions use whole warps: a clause below one warp gives one thread.
+            let want = match clause {
+                0 => workers,
+                c if (c as u32) < warp => 1,
+                c => (c as u32).min(workers) / warp * warp,
+            };
+            assert_eq!(ran, want, "region {region} num_threads({clause})");
+            let ids = ids.into_inner().unwrap();
+            assert_eq!(ids, (0..want as i32).collect::<BTreeSet<_>>());
+            seen.lock().unwrap().push((block_id(), region));
+        }
+        // if(false): the main thread runs the region itself.
+        let ran = AtomicU32::new(0);
+        parallel(false, 0, &|| {
+            assert_eq!(omp_get_num_threads(), 1);
+            ran.fetch_add(1, Relaxed);
+        });
+        assert_eq!(ran.load(Relaxed), 1);
+    });
+    assert_eq!(seen.into_inner().unwrap().len(), teams as usize * 6);
+}
+
+#[test]
+fn generic_state_machine_runs_every_region() {
+    check_generic_regions(false);
+}
+
+#[test]
+fn compiler_state_machine_runs_every_region() {
+    check_generic_regions(true);
+}
+
+#[test]
+fn spmd_regions_honour_num_threads_and_if() {
+    let ran = AtomicU32::new(0);
+    spmd_kernel(2, 64, 32, no_launch_env(), || {
+        parallel(true, 0, &|| {
+            assert_eq!(omp_get_num_threads(), 64);
+            ran.fetch_add(1, Relaxed);
+        });
+        parallel(true, 20, &|| {
+            assert_eq!(omp_get_num_threads(), 20);
+            assert!(omp_get_thread_num() < 20);
+            ran.fetch_add(1, Relaxed);
+        });
+    });
+    assert_eq!(ran.load(Relaxed), 2 * (64 + 20));
+}
+
+#[test]
+fn critical_sections_exclude_each_other() {
+    // clang's `_gomp_critical_user_<name>` lock: [8 x i32], zero-initialized.
+    let lock = [AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0),
+                AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)];
+    let lock_ptr = Shared(lock.as_ptr() as *mut c_void);
+    // Read and write separately, so a missing exclusion loses updates.
+    let counter = AtomicU64::new(0);
+    let rounds = 300;
+    spmd_kernel(4, 16, 8, no_launch_env(), || {
+        for _ in 0..rounds {
+            __kmpc_critical(core::ptr::null(), 0, lock_ptr.get());
+            let value = counter.load(Relaxed);
+            std::thread::yield_now();
+            counter.store(value + 1, Relaxed);
+            __kmpc_end_critical(core::ptr::null(), 0, lock_ptr.get());
+        }
+    });
+    assert_eq!(counter.load(Relaxed), 4 * 16 * rounds);
+    assert_eq!(lock[0].load(Relaxed), 0, "lock released");
+}
+
+/// Allocations that must not overlap and must come back in LIFO order from the team stack;
+/// what does not fit comes from the heap.
+fn nested_allocations(sizes: &[usize]) -> Vec<(usize, usize)> {
+    let mut blocks = Vec::new();
+    for &size in sizes {
+        let ptr = __kmpc_alloc_shared(size) as usize;
+        assert_ne!(ptr, 0);
+        // The block is usable memory.
+        // SAFETY: `ptr` holds `size` bytes.
+        unsafe { core::ptr::write_bytes(ptr as *mut u8, 0xa5, size) };
+        blocks.push((ptr, size));
+    }
+    let mut sorted = blocks.clone();
+    sorted.sort();
+    for pair in sorted.windows(2) {
+        assert!(pair[0].0 + pair[0].1 <= pair[1].0, "blocks overlap: {pair:x?}");
+    }
+    for &(ptr, size) in blocks.iter().rev() {
+        __kmpc_free_shared(ptr as *mut c_void, size);
+    }
+    blocks
+}
+
+#[test]
+fn shared_stack_nests_and_falls_back_to_the_heap() {
+    generic_kernel(2, 64, 32, no_launch_env(), false, || {
+        let first = nested_allocations(&[24, 100, 1000, 2000]);
+        // Freed in LIFO order: the same sizes come back at the same addresses.
+        let again = nested_allocations(&[24, 100, 1000, 2000]);
+        assert_eq!(first, again);
+        // Past the team stack: still distinct, usable memory.
+        nested_allocations(&[3000, 3000, 16, 5000, 8]);
+        // Workers (and the main thread's region) may allocate too, each its own memory.
+        let blocks = Mutex::new(Vec::new());
+        parallel(true, 0, &|| {
+            let got = nested_allocations(&[64, 8]);
+            blocks.lock().unwrap().extend(got);
+        });
+        assert_eq!(blocks.into_inner().unwrap().len(), 2 * 32);
+        // After all that the stack is empty again.
+        assert_eq!(nested_allocations(&[24]), first[..1].to_vec());
+    });
+    spmd_kernel(1, 32, 32, no_launch_env(), || {
+        nested_allocations(&[16, 4096, 32]);
+    });
+}
