@@ -16,6 +16,7 @@
     feature(link_llvm_intrinsics, linkage),
     allow(internal_features)
 )]
+#![cfg_attr(target_arch = "amdgpu", feature(c_variadic))]
 
 pub mod arch;
 pub mod env;
@@ -25,6 +26,7 @@ pub mod kernel;
 pub mod memory;
 pub mod misc;
 pub mod parallel;
+pub mod printf;
 pub mod reduction;
 pub mod state;
 pub mod sync;
