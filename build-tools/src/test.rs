@@ -484,6 +484,9 @@ struct Header {
     cflags: Vec<String>,
     /// `// LLVM-REF: fails (reason)`: LLVM's library is known to fail this one.
     llvm_ref_fails: Option<String>,
+    /// `// EXPECT-STDERR: text`: our runtime's output must contain `text` (one per line; LLVM's
+    /// messages differ, so its column does not check them).
+    expect_stderr: Vec<String>,
 }
 
 fn parse_header(text: &str) -> Header {
@@ -503,6 +506,8 @@ fn parse_header(text: &str) -> Header {
             h.cflags.extend(v.split_whitespace().map(str::to_string));
         } else if let Some(v) = comment.strip_prefix("LLVM-REF:") {
             h.llvm_ref_fails = Some(v.trim().to_string());
+        } else if let Some(v) = comment.strip_prefix("EXPECT-STDERR:") {
+            h.expect_stderr.push(v.trim().to_string());
         }
     }
     h
@@ -543,6 +548,18 @@ fn llvm_verdict(o: &Outcome, h: &Header) -> Verdict {
     match (&h.llvm_ref_fails, ok) {
         (Some(_), false) => (false, format!("{text}, documented (LLVM-REF)")),
         _ => (ok, text),
+    }
+}
+
+/// A passing run whose output lacks an `EXPECT-STDERR` text fails: the message is part of the test.
+fn with_expected_output(v: Verdict, expected: &[String], log: &Path) -> Verdict {
+    if !v.0 || expected.is_empty() {
+        return v;
+    }
+    let output = std::fs::read_to_string(log).unwrap_or_default();
+    match expected.iter().find(|text| !output.contains(text.as_str())) {
+        Some(missing) => (false, format!("FAIL (output lacks {missing:?})")),
+        None => v,
     }
 }
 
@@ -696,7 +713,11 @@ fn corpus(suite: &Suite) -> Result<Summary> {
                 Ok(()) => run_program(&exe, &p.header.env, &exe.with_extension("log")),
             };
             Some(match rt {
-                Runtime::Ours => verdict(&outcome, p.header.expect_fail),
+                Runtime::Ours => with_expected_output(
+                    verdict(&outcome, p.header.expect_fail),
+                    &p.header.expect_stderr,
+                    &exe.with_extension("log"),
+                ),
                 Runtime::Llvm => llvm_verdict(&outcome, &p.header),
             })
         };
@@ -788,13 +809,14 @@ mod tests {
     #[test]
     fn header_conventions() {
         let h = parse_header(
-            "// EXPECT: fail\n// ENV: OMP_TARGET_OFFLOAD=disabled\n// ENV: A = b=c\n// CFLAGS: -fopenmp-version=52 -DX\n// LLVM-REF: fails (why)\nint main(){}\n",
+            "// EXPECT: fail\n// EXPECT-STDERR: device 99\n// ENV: OMP_TARGET_OFFLOAD=disabled\n// ENV: A = b=c\n// CFLAGS: -fopenmp-version=52 -DX\n// LLVM-REF: fails (why)\nint main(){}\n",
         );
         assert_eq!(
             h.cflags,
             vec!["-fopenmp-version=52".to_string(), "-DX".to_string()]
         );
         assert_eq!(h.llvm_ref_fails.as_deref(), Some("fails (why)"));
+        assert_eq!(h.expect_stderr, vec!["device 99".to_string()]);
         assert!(h.expect_fail);
         assert_eq!(
             h.env,

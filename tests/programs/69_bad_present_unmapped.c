@@ -1,4 +1,5 @@
 // EXPECT: fail
+// EXPECT-STDERR: 'present' map of host address
 // map(present, to: x) of data that is not mapped must be a runtime error (program terminates).
 #include <omp.h>
 #include <stdio.h>

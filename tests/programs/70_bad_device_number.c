@@ -1,4 +1,5 @@
 // EXPECT: fail
+// EXPECT-STDERR: device 99
 // A target region on a nonexistent device number under OMP_TARGET_OFFLOAD=mandatory is an error.
 #include <omp.h>
 #include <stdio.h>

@@ -364,7 +364,7 @@ pub extern "C" fn omp_target_is_present(ptr: *const c_void, device_num: i32) -> 
     if device_num == initial_device() {
         return 1;
     }
-    device(device_num, "omp_target_is_present").is_some_and(|d| d.table().find(ptr as usize, 0).is_some()) as i32
+    device(device_num, "omp_target_is_present").is_some_and(|d| d.table().find(ptr as usize, 1).is_some()) as i32
 }
 
 #[unsafe(no_mangle)]
@@ -381,7 +381,7 @@ pub extern "C" fn omp_get_mapped_ptr(ptr: *const c_void, device_num: i32) -> *mu
         return ptr as *mut c_void;
     }
     device(device_num, "omp_get_mapped_ptr")
-        .and_then(|d| d.table().find(ptr as usize, 0).map(|e| e.device_address(ptr as usize) as *mut c_void))
+        .and_then(|d| d.table().find(ptr as usize, 1).map(|e| e.device_address(ptr as usize) as *mut c_void))
         .unwrap_or(std::ptr::null_mut())
 }
 

@@ -1,11 +1,21 @@
 //! The map clauses as clang-22 lowers them: `target data` begin/end, `target update`, and the
 //! argument list of a kernel launch. Semantics follow LLVM's libomptarget: dynamic and hold
-//! reference counts, copy on first map or `always`, copy back when the last reference goes.
+//! reference counts, copy on first map or `always`, copy back when the last reference goes,
+//! `ATTACH` items attach a device pointer after every item of the construct is mapped.
+//!
+//! Each phase of a construct (enter, update, exit, the launch's argument translation) holds the
+//! device's table lock from its first lookup to its last copy, so another thread never sees an
+//! entry whose data is not yet on the device, nor an entry half-way through removal.
+//!
+//! Where LLVM 22 has known defects this module does what the OpenMP specification asks:
+//! the first component of a user-defined mapper counts a reference like any list item (LLVM
+//! leaks that entry), a copy of an object with attached pointers keeps each side's pointer
+//! values instead of skipping the copy, and non-contiguous updates copy whole contiguous rows.
 
 use crate::diag::{self, debug, info};
 use crate::runtime::DeviceState;
 use rustomp_abi::{MapType, NonContigDim};
-use rustomp_plugin::mapping::{Lookup, MapEntry};
+use rustomp_plugin::mapping::{Lookup, MapEntry, MappingTable, ShadowPointer};
 use rustomp_plugin::{AllocKind, ErrorKind, OffloadError, Result};
 use std::cell::RefCell;
 use std::ffi::c_void;
@@ -20,7 +30,7 @@ pub struct MapItem {
     pub mapper: *mut c_void,
 }
 
-/// The arrays clang passes, gathered into items (mappers expanded into their components).
+/// The arrays clang passes, gathered into items.
 pub struct MapList {
     pub items: Vec<MapItem>,
 }
@@ -28,7 +38,16 @@ pub struct MapList {
 /// `void mapper(void *handle, void *base, void *begin, int64_t size, int64_t type, void *name)`
 type MapperFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, i64, i64, *mut c_void);
 
+/// `OMP_MAP_FB_NULLIFY`: a `use_device_ptr` whose pointee is not mapped yields null, not the
+/// host pointer (not in the shared `MapType` set: only this module reads it).
+const FB_NULLIFY: u64 = 0x8000;
+/// The map-type bits clang gives a by-reference capture of a lambda mapped into a region.
+const LAMBDA_CAPTURE: MapType = MapType::PTR_AND_OBJ.union(MapType::LITERAL).union(MapType::IMPLICIT);
+const POINTER_SIZE: usize = std::mem::size_of::<usize>();
+
 thread_local! {
+    /// Components reported by the mapper function running on this thread. Mapper functions
+    /// run synchronously inside [`expand`], which saves and restores the list around each call.
     static MAPPER_COMPONENTS: RefCell<Vec<MapItem>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -67,28 +86,40 @@ impl MapList {
         }
         Self { items }
     }
+}
 
-    /// Replaces items that have a user-defined mapper by the components the mapper reports.
-    pub fn expand_mappers(&self) -> Vec<MapItem> {
-        let mut out = Vec::with_capacity(self.items.len());
-        for item in &self.items {
-            if item.mapper.is_null() {
-                out.push(*item);
-                continue;
-            }
-            let saved = MAPPER_COMPONENTS.with(|c| std::mem::take(&mut *c.borrow_mut()));
-            // SAFETY: clang's mapper functions have this signature; the handle is unused by them
-            // beyond passing it back to `__tgt_push_mapper_component`.
-            let mapper: MapperFn = unsafe { std::mem::transmute(item.mapper) };
-            // SAFETY: as above.
-            unsafe {
-                mapper(std::ptr::null_mut(), item.base, item.begin, item.size, item.kind.bits() as i64, std::ptr::null_mut())
-            };
-            let components = MAPPER_COMPONENTS.with(|c| std::mem::replace(&mut *c.borrow_mut(), saved));
-            out.extend(components.into_iter().map(|c| MapItem { mapper: std::ptr::null_mut(), ..c }));
+/// One item to map after user-defined mappers were replaced by their components, with the
+/// index of the clause item it came from.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    origin: usize,
+    item: MapItem,
+}
+
+/// Replaces items that have a user-defined mapper by the components the mapper reports.
+/// Nested mappers are called by the generated mapper itself, so components carry no mapper.
+/// Ending a construct walks this list backwards, which is LLVM's order: clause items last to
+/// first, each mapper's components last to first.
+fn expand(items: &[MapItem]) -> Vec<Step> {
+    let mut steps = Vec::with_capacity(items.len());
+    for (origin, item) in items.iter().enumerate() {
+        if item.mapper.is_null() {
+            steps.push(Step { origin, item: *item });
+            continue;
         }
-        out
+        let saved = MAPPER_COMPONENTS.with(|c| std::mem::take(&mut *c.borrow_mut()));
+        // SAFETY: clang's mapper functions have this signature; they pass the handle only back
+        // to `__tgt_push_mapper_component` / `__tgt_mapper_num_components`, which ignore it.
+        let mapper: MapperFn = unsafe { std::mem::transmute::<*mut c_void, MapperFn>(item.mapper) };
+        // SAFETY: as above; base, begin, size and type are the clause item's own.
+        unsafe {
+            mapper(std::ptr::null_mut(), item.base, item.begin, item.size, item.kind.bits() as i64, std::ptr::null_mut())
+        };
+        let components = MAPPER_COMPONENTS.with(|c| std::mem::replace(&mut *c.borrow_mut(), saved));
+        debug!("mapper of item {origin} reported {} component(s)", components.len());
+        steps.extend(components.into_iter().map(|c| Step { origin, item: MapItem { mapper: std::ptr::null_mut(), ..c } }));
     }
+    steps
 }
 
 /// The pointer variable of a PTR_AND_OBJ item (at its base), keeping only the `kept` bits.
@@ -96,324 +127,603 @@ fn pointer_item(item: &MapItem, kept: MapType) -> MapItem {
     MapItem {
         base: item.base,
         begin: item.base,
-        size: std::mem::size_of::<usize>() as i64,
+        size: POINTER_SIZE as i64,
         kind: item.kind & kept,
         mapper: std::ptr::null_mut(),
     }
 }
 
-fn skip_for_mapping(kind: MapType) -> bool {
-    kind.intersects(MapType::LITERAL | MapType::PRIVATE) || kind.contains(MapType::NON_CONTIG)
+/// A map clause the table cannot honour. The construct's location is added where it is reported.
+fn mapping_error(device: &DeviceState, what: String) -> OffloadError {
+    OffloadError::new(ErrorKind::MappingError, format!("device {}: {what}", device.id))
 }
 
-fn mapping_error(device: &DeviceState, loc: &str, what: String) -> OffloadError {
-    OffloadError::new(ErrorKind::MappingError, format!("device {} at {loc}: {what}", device.id))
+fn item_size(item: &MapItem) -> usize {
+    item.size.max(0) as usize
+}
+
+/// Copies host → device and rewrites the attached pointers inside the range with their device
+/// values (the host copy holds host addresses there).
+fn copy_to(device: &DeviceState, table: &MappingTable, key: usize, host: usize, device_address: usize, size: usize) -> Result<()> {
+    // SAFETY: `host` is the user's mapped object of `size` bytes; the device range lies in entry `key`.
+    unsafe { device.backend.copy_to_device(device_address as *mut c_void, host as *const c_void, size)? };
+    for shadow in table.shadows_within(key, host, size) {
+        // SAFETY: the shadow's device address lies in entry `key` and holds a pointer.
+        unsafe {
+            device.backend.copy_to_device(
+                shadow.device_address as *mut c_void,
+                &shadow.device_value as *const usize as *const c_void,
+                POINTER_SIZE,
+            )?
+        };
+    }
+    Ok(())
+}
+
+/// Copies device → host, keeping the host values of the attached pointers inside the range
+/// (their device copies hold device addresses).
+fn copy_from(device: &DeviceState, table: &MappingTable, key: usize, host: usize, device_address: usize, size: usize) -> Result<()> {
+    let shadows = table.shadows_within(key, host, size);
+    // SAFETY: each shadow's host address is a pointer variable inside the user's mapped range.
+    let kept: Vec<usize> = shadows.iter().map(|s| unsafe { (s.host_address as *const usize).read_unaligned() }).collect();
+    // SAFETY: `host` is the user's mapped object of `size` bytes; the device range lies in entry `key`.
+    unsafe { device.backend.copy_from_device(host as *mut c_void, device_address as *const c_void, size)? };
+    for (shadow, value) in shadows.iter().zip(kept) {
+        debug!("keeping host pointer at {:#x} = {value:#x}", shadow.host_address);
+        // SAFETY: as above.
+        unsafe { (shadow.host_address as *mut usize).write_unaligned(value) };
+    }
+    Ok(())
+}
+
+/// What the map-entering part of one construct did so far.
+#[derive(Default)]
+struct Entering {
+    /// Host ranges of the entries this construct created: their `to` data is due, and a pointer
+    /// or pointee among them makes an attachment due.
+    created: Vec<(usize, usize)>,
+    /// Pointer attachments, performed once every item is mapped.
+    attachments: Vec<Attachment>,
+}
+
+impl Entering {
+    fn created_entry(&self, key: usize) -> bool {
+        self.created.iter().any(|&(begin, _)| begin == key)
+    }
+    fn created_covers(&self, address: usize) -> bool {
+        self.created.iter().any(|&(begin, end)| begin <= address && address < end)
+    }
+}
+
+/// "Make the device copy of the pointer at `pointer` point at the device copy of `pointee_begin`".
+struct Attachment {
+    pointer: usize,
+    pointer_size: usize,
+    pointee_begin: usize,
+    /// Attach even when neither side is new (`attach(always)`, and PTR_AND_OBJ items).
+    always: bool,
 }
 
 /// Maps one item: finds or creates its entry, counts the reference, copies when due.
-/// Returns the device address of `begin`.
-/// `fresh` collects the entries this construct created: members of a struct (which share
-/// their parent's entry without counting a reference) are copied in when the entry is fresh.
+/// Returns the device address of `begin`, or `None` for a zero-length item nothing maps.
 fn map_one(
     device: &DeviceState,
+    table: &mut MappingTable,
     item: &MapItem,
     update_ref: bool,
-    fresh: &mut Vec<usize>,
-    loc: &str,
-) -> Result<usize> {
+    entering: &mut Entering,
+) -> Result<Option<usize>> {
     let begin = item.begin as usize;
-    let size = item.size.max(0) as usize;
+    let size = item_size(item);
     let hold = item.kind.contains(MapType::OMPX_HOLD);
-    let mut table = device.table();
-    match table.lookup(begin, size) {
-        Lookup::Contained(key) => {
-            let entry = table.get_mut(key).expect("looked up");
-            if update_ref && !entry.infinite {
-                if hold { entry.hold_refs += 1 } else { entry.dynamic_refs += 1 }
-            }
-            let device_address = entry.device_address(begin);
-            info!(diag::infotype::MAPPING_EXISTS, device.id, "mapping exists: host {begin:#x} -> device {device_address:#x}, {size} bytes");
-            let first_use = !update_ref && fresh.contains(&key);
-            if item.kind.contains(MapType::TO) && (item.kind.contains(MapType::ALWAYS) || first_use) && size > 0 {
-                // SAFETY: the host range is the user's mapped object; the device range lies in the entry.
-                unsafe { device.backend.copy_to_device(device_address as *mut c_void, item.begin, size)? };
-            }
-            Ok(device_address)
-        }
+    let found = match table.lookup(begin, size) {
+        Lookup::Contained(key) => Some(key),
+        // An implicit map (a variable the region uses) takes whatever part of it is mapped.
+        Lookup::PartialOverlap(key) if item.kind.contains(MapType::IMPLICIT) => Some(key),
         Lookup::PartialOverlap(key) => {
             let entry = table.get(key).expect("looked up");
-            Err(mapping_error(
+            return Err(mapping_error(
                 device,
-                loc,
                 format!(
                     "host range {begin:#x}+{size} only partly overlaps the mapped range {:#x}+{} (explicit extension is not allowed)",
                     entry.host_begin,
                     entry.host_end - entry.host_begin
                 ),
-            ))
+            ));
         }
-        Lookup::Absent => {
+        Lookup::Absent => None,
+    };
+    let (key, device_address, created) = match found {
+        Some(key) => {
+            let entry = table.get_mut(key).expect("looked up");
+            if update_ref && !entry.infinite {
+                if hold {
+                    entry.hold_refs += 1
+                } else {
+                    entry.dynamic_refs += 1
+                }
+            }
+            let device_address = entry.device_address(begin);
+            info!(
+                diag::infotype::MAPPING_EXISTS,
+                device.id,
+                "mapping exists: host {begin:#x} -> device {device_address:#x}, {size} bytes, refs {}/{}",
+                entry.dynamic_refs,
+                entry.hold_refs
+            );
+            (key, device_address, entering.created_entry(key))
+        }
+        None => {
             if item.kind.contains(MapType::PRESENT) {
                 return Err(mapping_error(
                     device,
-                    loc,
                     format!("'present' map of host address {begin:#x} ({size} bytes), which is not mapped"),
                 ));
             }
             if size == 0 {
-                // A zero-length section maps nothing; the region sees the host address.
-                return Ok(begin);
+                return Ok(None);
             }
-            let device_begin = device.backend.alloc(size, AllocKind::Device)? as usize;
-            fresh.push(begin);
-            table.insert(MapEntry {
-                host_begin: begin,
-                host_end: begin + size,
-                device_begin,
-                dynamic_refs: (!hold) as u64,
-                hold_refs: hold as u64,
-                infinite: false,
-                owned: true,
-            });
+            let device_begin = device.backend.alloc(size, AllocKind::Device).map_err(|e| {
+                OffloadError::new(
+                    e.kind,
+                    format!("device {}: cannot map host address {begin:#x} ({size} bytes): {e}", device.id),
+                )
+            })? as usize;
+            table.insert_with_base(
+                MapEntry {
+                    host_begin: begin,
+                    host_end: begin + size,
+                    device_begin,
+                    dynamic_refs: (!hold) as u64,
+                    hold_refs: hold as u64,
+                    infinite: false,
+                    owned: true,
+                },
+                item.base as usize,
+            );
+            entering.created.push((begin, begin + size));
             info!(diag::infotype::MAPPING_CHANGED, device.id, "mapped host {begin:#x} -> device {device_begin:#x}, {size} bytes");
-            if item.kind.contains(MapType::TO) && size > 0 {
-                // SAFETY: as above; the device range was just allocated with `size` bytes.
-                unsafe { device.backend.copy_to_device(device_begin as *mut c_void, item.begin, size)? };
-            }
-            Ok(device_begin)
+            (begin, device_begin, true)
         }
+    };
+    // Members of a struct share their parent's entry: their data goes over with the entry's
+    // creation, whichever item of the construct created it.
+    if item.kind.contains(MapType::TO) && size > 0 && (created || item.kind.contains(MapType::ALWAYS)) {
+        copy_to(device, table, key, begin, device_address, size)?;
     }
+    Ok(Some(device_address))
 }
 
-/// Writes the device address of the pointee into the device copy of the pointer at `base`
-/// (pointer attachment), when both are mapped.
-fn attach(device: &DeviceState, pointer_location: usize, pointee: usize) -> Result<()> {
-    let table = device.table();
-    let Some(slot) = table.find(pointer_location, std::mem::size_of::<usize>()) else { return Ok(()) };
-    let Some(target) = table.find(pointee, 0) else { return Ok(()) };
-    // SAFETY: `pointer_location` is a mapped host pointer variable (clang's base for attach).
-    let host_pointer = unsafe { *(pointer_location as *const usize) };
-    let device_pointer = target.device_address(pointee).wrapping_sub(pointee.wrapping_sub(host_pointer));
-    let slot_address = slot.device_address(pointer_location);
-    debug!("attach: device pointer at {slot_address:#x} = {device_pointer:#x}");
-    // SAFETY: the slot lies in a mapped device range of pointer size.
-    unsafe {
-        device.backend.copy_to_device(
-            slot_address as *mut c_void,
-            &device_pointer as *const usize as *const c_void,
-            std::mem::size_of::<usize>(),
-        )
-    }
-}
-
-/// `target data` / `target enter data` / the map part of a `target` construct.
-/// `return_bases` receives device addresses for `use_device_ptr`/`use_device_addr` items.
-pub fn begin(device: &DeviceState, items: &[MapItem], mut return_bases: Option<&mut [*mut c_void]>, loc: &str) -> Result<()> {
-    let mut attachments = Vec::new();
-    let mut fresh = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        if skip_for_mapping(item.kind) {
+/// Performs the attachments whose pointer or pointee this construct mapped anew.
+fn attach_all(device: &DeviceState, table: &mut MappingTable, entering: &Entering) -> Result<()> {
+    for a in &entering.attachments {
+        let due = a.always || entering.created_covers(a.pointee_begin) || entering.created_covers(a.pointer);
+        if !due {
             continue;
         }
-        if item.kind.contains(MapType::ATTACH) {
-            attachments.push((item.base as usize, item.begin as usize));
-            continue;
+        let Some(pointee) = table.find(a.pointee_begin, 0) else { continue };
+        let device_pointee_begin = pointee.device_address(a.pointee_begin);
+        let Lookup::Contained(pointer_key) = table.lookup(a.pointer, a.pointer_size.max(POINTER_SIZE)) else { continue };
+        // SAFETY: clang's base for an attachment is the host pointer variable, which is mapped
+        // (looked up just above) and so is live host memory of at least pointer size.
+        let host_pointee_base = unsafe { (a.pointer as *const usize).read_unaligned() };
+        // The pointer may point before the mapped section (`p` for `p[10:5]`): keep its offset.
+        let device_value = device_pointee_begin.wrapping_sub(a.pointee_begin.wrapping_sub(host_pointee_base));
+        let slot = table.get(pointer_key).expect("looked up").device_address(a.pointer);
+        if !table.attach(pointer_key, ShadowPointer { host_address: a.pointer, device_address: slot, device_value }) {
+            continue; // already attached to this pointee
         }
-        let update_ref = item.kind.member_of().is_none();
-        if item.kind.contains(MapType::PTR_AND_OBJ) {
-            let pointer = pointer_item(item, MapType::OMPX_HOLD);
-            map_one(device, &pointer, update_ref, &mut fresh, loc)?;
-            map_one(device, item, true, &mut fresh, loc)?;
-            // For PTR_AND_OBJ clang's base is the host address of the pointer variable.
-            attachments.push((item.base as usize, item.begin as usize));
-        } else {
-            let device_begin = map_one(device, item, update_ref, &mut fresh, loc)?;
-            if item.kind.contains(MapType::RETURN_PARAM) {
-                if let Some(bases) = return_bases.as_deref_mut() {
-                    let delta = (item.base as usize).wrapping_sub(item.begin as usize);
-                    bases[i] = device_begin.wrapping_add(delta) as *mut c_void;
-                }
-            }
+        debug!("attach: device pointer at {slot:#x} = {device_value:#x} (host pointer at {:#x})", a.pointer);
+        // SAFETY: the slot lies in the mapped device copy of the pointer variable.
+        unsafe {
+            device.backend.copy_to_device(
+                slot as *mut c_void,
+                &device_value as *const usize as *const c_void,
+                POINTER_SIZE,
+            )?
+        };
+        if a.pointer_size > POINTER_SIZE {
+            // A descriptor (Fortran): its fields after the address come from the host copy.
+            // SAFETY: the pointer entry holds `pointer_size` bytes on both sides.
+            unsafe {
+                device.backend.copy_to_device(
+                    (slot + POINTER_SIZE) as *mut c_void,
+                    (a.pointer + POINTER_SIZE) as *const c_void,
+                    a.pointer_size - POINTER_SIZE,
+                )?
+            };
         }
-    }
-    for (pointer_location, pointee) in attachments {
-        attach(device, pointer_location, pointee)?;
     }
     Ok(())
 }
 
-/// Removes one reference; copies back and frees when due.
-fn unmap_one(device: &DeviceState, item: &MapItem, update_ref: bool, frees: &mut Vec<usize>, loc: &str) -> Result<()> {
-    let begin = item.begin as usize;
-    let size = item.size.max(0) as usize;
+/// `target data` / `target enter data` / the map part of a `target` construct.
+/// `return_bases` (clang's base array) receives device addresses for
+/// `use_device_ptr`/`use_device_addr` items.
+pub fn begin(device: &DeviceState, items: &[MapItem], return_bases: Option<&mut [*mut c_void]>) -> Result<()> {
+    let steps = expand(items);
     let mut table = device.table();
+    begin_locked(device, &mut table, &steps, return_bases)
+}
+
+fn begin_locked(
+    device: &DeviceState,
+    table: &mut MappingTable,
+    steps: &[Step],
+    mut return_bases: Option<&mut [*mut c_void]>,
+) -> Result<()> {
+    let mut entering = Entering::default();
+    for step in steps {
+        let item = &step.item;
+        // Private copies are made at launch; non-contiguous descriptors only mean something
+        // to `target update`.
+        if item.kind.intersects(MapType::LITERAL | MapType::PRIVATE) || item.kind.contains(MapType::NON_CONTIG) {
+            continue;
+        }
+        if item.kind.contains(MapType::ATTACH) {
+            entering.attachments.push(Attachment {
+                pointer: item.base as usize,
+                pointer_size: item_size(item),
+                pointee_begin: item.begin as usize,
+                always: item.kind.contains(MapType::ALWAYS),
+            });
+            continue;
+        }
+        let update_ref = item.kind.member_of().is_none();
+        if item.kind.contains(MapType::PTR_AND_OBJ) {
+            let pointer = pointer_item(item, MapType::OMPX_HOLD | MapType::IMPLICIT | MapType::PRESENT);
+            map_one(device, table, &pointer, update_ref, &mut entering)?;
+            map_one(device, table, item, true, &mut entering)?;
+            // For PTR_AND_OBJ clang's base is the host address of the pointer variable.
+            entering.attachments.push(Attachment {
+                pointer: item.base as usize,
+                pointer_size: POINTER_SIZE,
+                pointee_begin: item.begin as usize,
+                always: true,
+            });
+            continue;
+        }
+        let device_begin = map_one(device, table, item, update_ref, &mut entering)?;
+        if item.kind.contains(MapType::RETURN_PARAM) {
+            let Some(bases) = return_bases.as_deref_mut() else { continue };
+            let Some(slot) = bases.get_mut(step.origin) else { continue };
+            let delta = (item.begin as usize).wrapping_sub(item.base as usize);
+            *slot = match device_begin {
+                Some(address) => address.wrapping_sub(delta) as *mut c_void,
+                None if item.kind.bits() & FB_NULLIFY != 0 => 0usize.wrapping_sub(delta) as *mut c_void,
+                // Not mapped: the host address stays (the user vouches it is device-accessible).
+                None => item.base,
+            };
+        }
+    }
+    attach_all(device, table, &entering)
+}
+
+/// Removes one reference; copies back and removes the entry when due. Returns the device
+/// allocation to free, if the entry went.
+fn unmap_one(device: &DeviceState, table: &mut MappingTable, item: &MapItem, update_ref: bool) -> Result<Option<usize>> {
+    let begin = item.begin as usize;
+    let size = item_size(item);
     let key = match table.lookup(begin, size) {
         Lookup::Contained(key) => key,
+        Lookup::PartialOverlap(key) if item.kind.contains(MapType::IMPLICIT) => key,
         Lookup::PartialOverlap(_) | Lookup::Absent => {
             if item.kind.contains(MapType::PRESENT) {
                 return Err(mapping_error(
                     device,
-                    loc,
                     format!("'present' unmap of host address {begin:#x} ({size} bytes), which is not mapped"),
                 ));
             }
-            return Ok(());
+            return Ok(None); // not mapped on exit: ignored (OpenMP 5.1, map clause)
         }
     };
+    let hold = item.kind.contains(MapType::OMPX_HOLD);
+    let force_delete = item.kind.contains(MapType::DELETE);
     let entry = table.get_mut(key).expect("looked up");
-    if update_ref && !entry.infinite {
-        if item.kind.contains(MapType::DELETE) {
-            entry.dynamic_refs = 0;
-        } else if item.kind.contains(MapType::OMPX_HOLD) {
-            entry.hold_refs = entry.hold_refs.saturating_sub(1);
-        } else {
-            entry.dynamic_refs = entry.dynamic_refs.saturating_sub(1);
+    let last = entry.is_last_reference(hold, force_delete);
+    if !entry.infinite {
+        let counter = if hold { &mut entry.hold_refs } else { &mut entry.dynamic_refs };
+        if force_delete {
+            *counter = 0;
+        } else if update_ref {
+            *counter = counter.saturating_sub(1);
         }
     }
-    let last = !entry.infinite && entry.total_refs() == 0;
-    // A struct member's entry loses its parent's reference later in this same construct.
-    let last_use = last || (!update_ref && !entry.infinite && entry.total_refs() == 1);
     let device_address = entry.device_address(begin);
-    if item.kind.contains(MapType::FROM) && (last_use || item.kind.contains(MapType::ALWAYS)) && size > 0 {
-        // SAFETY: the host range is the user's object; the device range lies in the entry.
-        unsafe { device.backend.copy_from_device(item.begin, device_address as *const c_void, size)? };
+    // A struct member never removes its parent's entry; a pointee reached through a member does.
+    let removable = !entry.infinite
+        && entry.total_refs() == 0
+        && (item.kind.member_of().is_none() || item.kind.contains(MapType::PTR_AND_OBJ));
+    if item.kind.contains(MapType::FROM) && (last || item.kind.contains(MapType::ALWAYS)) && size > 0 {
+        copy_from(device, table, key, begin, device_address, size)?;
     }
-    if last {
-        let entry = table.remove(key).expect("looked up");
-        info!(diag::infotype::MAPPING_CHANGED, device.id, "unmapped host {:#x} ({} bytes)", entry.host_begin, entry.host_end - entry.host_begin);
-        if entry.owned {
-            frees.push(entry.device_begin);
-        }
+    if !removable {
+        return Ok(None);
     }
-    Ok(())
+    let entry = table.remove(key).expect("looked up");
+    info!(
+        diag::infotype::MAPPING_CHANGED,
+        device.id,
+        "unmapped host {:#x} ({} bytes)",
+        entry.host_begin,
+        entry.host_end - entry.host_begin
+    );
+    Ok(entry.owned.then_some(entry.device_begin))
 }
 
 /// End of `target data` / `target exit data` / a `target` construct.
-pub fn end(device: &DeviceState, items: &[MapItem], loc: &str) -> Result<()> {
+pub fn end(device: &DeviceState, items: &[MapItem]) -> Result<()> {
+    let steps = expand(items);
     let mut frees = Vec::new();
-    for item in items.iter().rev() {
-        if skip_for_mapping(item.kind) || item.kind.contains(MapType::ATTACH) {
-            continue;
-        }
-        let update_ref = item.kind.member_of().is_none();
-        unmap_one(device, item, update_ref, &mut frees, loc)?;
-        if item.kind.contains(MapType::PTR_AND_OBJ) {
-            let pointer = pointer_item(item, MapType::OMPX_HOLD | MapType::DELETE);
-            unmap_one(device, &pointer, update_ref, &mut frees, loc)?;
-        }
-    }
+    let result = {
+        let mut table = device.table();
+        end_locked(device, &mut table, &steps, &mut frees)
+    };
+    // Removed entries are gone from the table already: their memory is freed outside the lock.
     for ptr in frees {
         device.backend.free(ptr as *mut c_void, AllocKind::Device)?;
+    }
+    result
+}
+
+fn end_locked(device: &DeviceState, table: &mut MappingTable, steps: &[Step], frees: &mut Vec<usize>) -> Result<()> {
+    for step in steps.iter().rev() {
+        let item = &step.item;
+        let skipped = MapType::LITERAL | MapType::PRIVATE | MapType::ATTACH | MapType::NON_CONTIG;
+        if item.kind.intersects(skipped) {
+            continue; // attachments only happen on entry
+        }
+        let is_member = item.kind.member_of().is_some();
+        let pointee_refs = !is_member || item.kind.contains(MapType::PTR_AND_OBJ);
+        frees.extend(unmap_one(device, table, item, pointee_refs)?);
+        if item.kind.contains(MapType::PTR_AND_OBJ) {
+            // The pointer variable counted a reference on entry unless it is a member.
+            let pointer = pointer_item(item, MapType::OMPX_HOLD | MapType::DELETE | MapType::IMPLICIT);
+            frees.extend(unmap_one(device, table, &pointer, !is_member)?);
+        }
     }
     Ok(())
 }
 
 /// `target update to/from`.
-pub fn update(device: &DeviceState, items: &[MapItem], loc: &str) -> Result<()> {
-    for item in items {
-        if item.kind.contains(MapType::NON_CONTIG) {
-            update_non_contiguous(device, item, loc)?;
+pub fn update(device: &DeviceState, items: &[MapItem]) -> Result<()> {
+    let steps = expand(items);
+    let table = device.table();
+    for step in &steps {
+        let item = &step.item;
+        if item.kind.intersects(MapType::LITERAL | MapType::PRIVATE) {
             continue;
         }
-        let begin = item.begin as usize;
-        let size = item.size.max(0) as usize;
-        let address = match device.table().find(begin, size) {
-            Some(entry) => entry.device_address(begin),
-            None if item.kind.contains(MapType::PRESENT) => {
-                return Err(mapping_error(device, loc, format!("'present' update of unmapped host address {begin:#x}")));
-            }
-            None => continue,
-        };
-        copy_direction(device, item.kind, begin, address, size)?;
+        if item.kind.contains(MapType::NON_CONTIG) {
+            update_non_contiguous(device, &table, item)?;
+        } else {
+            update_contiguous(device, &table, item.kind, item.begin as usize, item_size(item))?;
+        }
     }
     Ok(())
 }
 
-fn copy_direction(device: &DeviceState, kind: MapType, host: usize, device_address: usize, size: usize) -> Result<()> {
+/// One contiguous piece of a `target update`: it must lie inside one mapping.
+fn update_contiguous(device: &DeviceState, table: &MappingTable, kind: MapType, host: usize, size: usize) -> Result<()> {
+    let Lookup::Contained(key) = table.lookup(host, size) else {
+        if kind.contains(MapType::PRESENT) {
+            return Err(mapping_error(
+                device,
+                format!("'present' update of host address {host:#x} ({size} bytes), which is not mapped"),
+            ));
+        }
+        return Ok(());
+    };
     if size == 0 {
         return Ok(());
     }
-    // SAFETY: `host` lies in the user's mapped object and `device_address` in its device copy.
-    unsafe {
-        if kind.contains(MapType::TO) {
-            device.backend.copy_to_device(device_address as *mut c_void, host as *const c_void, size)?;
-        }
-        if kind.contains(MapType::FROM) {
-            device.backend.copy_from_device(host as *mut c_void, device_address as *const c_void, size)?;
-        }
+    let device_address = table.get(key).expect("looked up").device_address(host);
+    if kind.contains(MapType::TO) {
+        copy_to(device, table, key, host, device_address, size)?;
+    }
+    if kind.contains(MapType::FROM) {
+        copy_from(device, table, key, host, device_address, size)?;
     }
     Ok(())
 }
 
-/// Non-contiguous `target update`: `begin` points at `size` dimension descriptors (outermost
-/// first, strides in bytes); the innermost dimension's `count * stride` bytes are contiguous.
-fn update_non_contiguous(device: &DeviceState, item: &MapItem, loc: &str) -> Result<()> {
-    let dims_count = item.size.max(0) as usize;
-    if dims_count == 0 {
+/// The contiguous pieces `(byte offset from the base, length)` of a non-contiguous section.
+/// Dimensions are outermost first; a piece's offset in dimension `d` is `(offset + i) * stride`
+/// (clang-22's descriptor: the offset counts strides). Inner dimensions whose pieces abut are
+/// merged, so a section of whole rows is copied row by row, not element by element.
+fn non_contiguous_pieces(dims: &[NonContigDim]) -> Vec<(i64, i64)> {
+    let Some((innermost, outer)) = dims.split_last() else { return Vec::new() };
+    let mut inner_offset = innermost.offset * innermost.stride;
+    let mut length = innermost.count * innermost.stride;
+    let mut walked = outer.len();
+    while walked > 0 {
+        let dim = &outer[walked - 1];
+        if dim.stride != length {
+            break;
+        }
+        inner_offset += dim.offset * dim.stride;
+        length *= dim.count;
+        walked -= 1;
+    }
+    let mut pieces = Vec::new();
+    fn walk(dims: &[NonContigDim], offset: i64, inner: (i64, i64), pieces: &mut Vec<(i64, i64)>) {
+        match dims.split_first() {
+            None => pieces.push((offset + inner.0, inner.1)),
+            Some((dim, rest)) => {
+                for i in 0..dim.count.max(0) {
+                    walk(rest, offset + (dim.offset + i) * dim.stride, inner, pieces);
+                }
+            }
+        }
+    }
+    walk(&outer[..walked], 0, (inner_offset, length), &mut pieces);
+    pieces
+}
+
+/// Non-contiguous `target update`: `begin` points at `size` dimension descriptors.
+fn update_non_contiguous(device: &DeviceState, table: &MappingTable, item: &MapItem) -> Result<()> {
+    let dims_count = item_size(item);
+    if dims_count == 0 || item.begin.is_null() {
         return Ok(());
     }
     // SAFETY: clang passes `size` descriptors at `begin` for NON_CONTIG items.
     let dims = unsafe { std::slice::from_raw_parts(item.begin as *const NonContigDim, dims_count) };
     let base = item.base as usize;
-    let entry = device.table().find(base, 0).cloned();
-    let Some(entry) = entry else {
-        if item.kind.contains(MapType::PRESENT) {
-            return Err(mapping_error(device, loc, format!("'present' update of unmapped host address {base:#x}")));
-        }
-        return Ok(());
-    };
-    fn walk(dims: &[NonContigDim], offset: i64, visit: &mut dyn FnMut(i64, i64) -> Result<()>) -> Result<()> {
-        let (dim, rest) = dims.split_first().expect("non-empty");
-        if rest.is_empty() {
-            return visit(offset + dim.offset * dim.stride, dim.count * dim.stride);
-        }
-        for i in 0..dim.count {
-            walk(rest, offset + (dim.offset + i) * dim.stride, visit)?;
-        }
-        Ok(())
-    }
-    walk(dims, 0, &mut |offset, bytes| {
+    for (offset, length) in non_contiguous_pieces(dims) {
         let host = base.wrapping_add(offset as usize);
-        if entry.device_address(base) == 0 || host + bytes as usize > entry.host_end {
-            return Err(mapping_error(device, loc, format!("non-contiguous update at {host:#x}+{bytes} leaves the mapped range")));
-        }
-        copy_direction(device, item.kind, host, entry.device_address(host), bytes as usize)
-    })
+        update_contiguous(device, table, item.kind, host, length.max(0) as usize)?;
+    }
+    Ok(())
 }
 
-/// The kernel's argument values for the `TARGET_PARAM` items, and device buffers to free after.
-pub fn kernel_arguments(device: &DeviceState, items: &[MapItem], loc: &str) -> Result<(Vec<*mut c_void>, Vec<usize>)> {
-    let mut values = Vec::new();
-    let mut temporaries = Vec::new();
-    for item in items {
-        if !item.kind.contains(MapType::TARGET_PARAM) {
-            continue;
-        }
-        let delta = (item.base as usize).wrapping_sub(item.begin as usize);
-        if item.kind.contains(MapType::LITERAL) {
-            values.push(item.begin);
-        } else if item.kind.contains(MapType::PRIVATE) {
-            let size = item.size.max(0) as usize;
-            let buffer = device.backend.alloc(size, AllocKind::Device)?;
-            // SAFETY: the host object holds `size` bytes; the buffer was just allocated.
-            unsafe { device.backend.copy_to_device(buffer, item.begin, size)? };
-            temporaries.push(buffer as usize);
-            values.push((buffer as usize).wrapping_add(delta) as *mut c_void);
-        } else {
-            let begin = item.begin as usize;
-            let found = device.table().find(begin, item.size.max(0) as usize).map(|e| e.device_address(begin));
-            match found {
-                Some(address) => values.push(address.wrapping_add(delta) as *mut c_void),
-                None if item.size == 0 || item.begin.is_null() => values.push(item.base),
-                None => {
-                    return Err(mapping_error(
-                        device,
-                        loc,
-                        format!("kernel argument at host address {begin:#x} ({} bytes) is not mapped", item.size),
-                    ))
-                }
-            }
+/// What a kernel launch needs from the map clauses: the argument values and the private
+/// buffers to free after it.
+pub struct LaunchArguments {
+    pub values: Vec<*mut c_void>,
+    pub temporaries: Vec<usize>,
+}
+
+/// The map part of a `target` construct followed by the kernel's argument values, under one
+/// hold of the table lock (no other thread can unmap what the arguments point at in between).
+pub fn enter_for_launch(device: &DeviceState, items: &[MapItem]) -> Result<LaunchArguments> {
+    let steps = expand(items);
+    let mut table = device.table();
+    begin_locked(device, &mut table, &steps, None)?;
+    let mut arguments = LaunchArguments { values: Vec::new(), temporaries: Vec::new() };
+    let result = kernel_arguments(device, &table, items, &mut arguments);
+    if result.is_err() {
+        for buffer in arguments.temporaries.drain(..) {
+            device.backend.free(buffer as *mut c_void, AllocKind::Device)?;
         }
     }
-    Ok((values, temporaries))
+    result.map(|()| arguments)
+}
+
+/// The kernel's argument values for the `TARGET_PARAM` items of the clause list (mappers are
+/// not expanded: a mapped item's argument is its own device address).
+fn kernel_arguments(device: &DeviceState, table: &MappingTable, items: &[MapItem], out: &mut LaunchArguments) -> Result<()> {
+    let mut positions: Vec<Option<usize>> = vec![None; items.len()];
+    for (i, item) in items.iter().enumerate() {
+        if !item.kind.contains(MapType::TARGET_PARAM) {
+            if item.kind.contains(LAMBDA_CAPTURE) {
+                fix_lambda_capture(device, table, items, item, &positions, &out.values)?;
+            }
+            continue;
+        }
+        let base = item.base as usize;
+        let begin = item.begin as usize;
+        let size = item_size(item);
+        let value = if item.kind.contains(MapType::LITERAL) {
+            base
+        } else if item.kind.contains(MapType::PRIVATE) {
+            private_argument(device, table, item, &mut out.temporaries)?
+        } else {
+            let host_base = if item.kind.contains(MapType::PTR_AND_OBJ) {
+                // SAFETY: for PTR_AND_OBJ clang's base is the host pointer variable.
+                unsafe { (base as *const usize).read_unaligned() }
+            } else {
+                base
+            };
+            let device_begin = match table.lookup(begin, size) {
+                Lookup::Contained(key) | Lookup::PartialOverlap(key) => table.get(key).expect("looked up").device_address(begin),
+                // Not mapped: the pointer keeps its host value (OpenMP 5.2 firstprivate rules).
+                Lookup::Absent => begin,
+            };
+            device_begin.wrapping_add(host_base.wrapping_sub(begin))
+        };
+        positions[i] = Some(out.values.len());
+        out.values.push(value as *mut c_void);
+    }
+    Ok(())
+}
+
+/// A private or firstprivate argument: a device buffer, initialized from the host for
+/// firstprivate, or (PRIVATE | ATTACH) holding the device address of the pointee.
+fn private_argument(device: &DeviceState, table: &MappingTable, item: &MapItem, temporaries: &mut Vec<usize>) -> Result<usize> {
+    let size = item_size(item);
+    let attach = item.kind.contains(MapType::ATTACH);
+    let buffer = device.backend.alloc(size.max(POINTER_SIZE), AllocKind::Device)? as usize;
+    temporaries.push(buffer);
+    if attach {
+        // Corresponding-pointer initialization: base is the host pointer, begin its pointee.
+        let pointer = item.base as usize;
+        let pointee_begin = item.begin as usize;
+        // SAFETY: clang's base for PRIVATE | ATTACH is the host pointer variable.
+        let host_pointee_base = unsafe { (pointer as *const usize).read_unaligned() };
+        let value = match table.find(pointee_begin, 0) {
+            Some(entry) if pointee_begin != 0 => {
+                entry.device_address(pointee_begin).wrapping_sub(pointee_begin.wrapping_sub(host_pointee_base))
+            }
+            _ => host_pointee_base,
+        };
+        // SAFETY: the buffer was just allocated with at least pointer size.
+        unsafe { device.backend.copy_to_device(buffer as *mut c_void, &value as *const usize as *const c_void, POINTER_SIZE)? };
+        return Ok(buffer);
+    }
+    if item.kind.contains(MapType::TO) && size > 0 {
+        // SAFETY: the host object holds `size` bytes; the buffer was just allocated.
+        unsafe { device.backend.copy_to_device(buffer as *mut c_void, item.begin, size)? };
+    }
+    Ok(buffer.wrapping_add((item.base as usize).wrapping_sub(item.begin as usize)))
+}
+
+/// A lambda captured a variable by reference: its device copy must refer to the variable's
+/// device copy. Clang's item: base = the capture field in the host lambda, begin = the
+/// captured variable, MEMBER_OF = the lambda's own item.
+fn fix_lambda_capture(
+    device: &DeviceState,
+    table: &MappingTable,
+    items: &[MapItem],
+    item: &MapItem,
+    positions: &[Option<usize>],
+    values: &[*mut c_void],
+) -> Result<()> {
+    let Some(parent) = item.kind.member_of() else { return Ok(()) };
+    let (Some(Some(position)), Some(lambda)) = (positions.get(parent), items.get(parent)) else { return Ok(()) };
+    let device_lambda = values[*position] as usize;
+    let field = device_lambda.wrapping_add((item.base as usize).wrapping_sub(lambda.begin as usize));
+    let captured = item.begin as usize;
+    let device_captured = match table.lookup(captured, item_size(item)) {
+        Lookup::Contained(key) | Lookup::PartialOverlap(key) => table.get(key).expect("looked up").device_address(captured),
+        Lookup::Absent => return Ok(()),
+    };
+    debug!("lambda capture at device {field:#x} -> {device_captured:#x}");
+    // SAFETY: the field lies inside the lambda's device copy, which holds the whole object.
+    unsafe {
+        device.backend.copy_to_device(field as *mut c_void, &device_captured as *const usize as *const c_void, POINTER_SIZE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dim(offset: i64, count: i64, stride: i64) -> NonContigDim {
+        NonContigDim { offset, count, stride }
+    }
+
+    #[test]
+    fn strided_one_dimension_copies_one_element_per_stride() {
+        // a[0:4:2] of int: clang adds the element dimension {0, 1, 4}.
+        let pieces = non_contiguous_pieces(&[dim(0, 4, 8), dim(0, 1, 4)]);
+        assert_eq!(pieces, vec![(0, 4), (8, 4), (16, 4), (24, 4)]);
+    }
+
+    #[test]
+    fn whole_rows_are_merged() {
+        // m[0:3:2][0:8] of int m[6][8]: rows 0, 2, 4, each 32 contiguous bytes.
+        let pieces = non_contiguous_pieces(&[dim(0, 3, 64), dim(0, 8, 4), dim(0, 1, 4)]);
+        assert_eq!(pieces, vec![(0, 32), (64, 32), (128, 32)]);
+    }
+
+    #[test]
+    fn offsets_count_strides() {
+        // m[1:3][0:3:2]: rows 1..3, columns 0, 2, 4.
+        let pieces = non_contiguous_pieces(&[dim(1, 3, 32), dim(0, 3, 8), dim(0, 1, 4)]);
+        assert_eq!(pieces.len(), 9);
+        assert_eq!(pieces[0], (32, 4));
+        assert_eq!(pieces[1], (40, 4));
+        assert_eq!(pieces[3], (64, 4));
+        assert_eq!(pieces[8], (96 + 16, 4));
+    }
 }

@@ -1,10 +1,10 @@
 //! The construct-level operations behind the exports: resolve the device, apply the offload
 //! policy, map, launch, unmap. Failures are reported here with the construct's location.
 
-use crate::data::{self, MapItem, MapList};
+use crate::data::{self, LaunchArguments, MapList};
 use crate::diag::{self, debug, info};
 use crate::runtime::{runtime, DeviceState, Policy};
-use rustomp_abi::{Ident, KernelArgs, MapType};
+use rustomp_abi::{Ident, KernelArgs};
 use rustomp_plugin::{LaunchConfig, OffloadError, Result};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -38,6 +38,10 @@ pub fn resolve(device_id: i64, loc: &str) -> Option<Arc<DeviceState>> {
         return None;
     }
     if id == rt.num_devices() as i64 {
+        // With no device at all, `mandatory` cannot be met on the host (fatal there).
+        if let Some(why) = rt.missing_devices() {
+            failed(&format!("{loc}: {why}"));
+        }
         return None; // the initial device: the construct runs on the host, under any policy
     }
     let result = if id < 0 {
@@ -81,38 +85,29 @@ pub fn location(ident: *const Ident) -> String {
 }
 
 /// # Safety
-/// The map arrays hold `list`'s elements, as clang passes them.
+/// The map arrays hold `list`'s elements, as clang passes them; `bases` is null or clang's
+/// base array of the same length.
 pub unsafe fn data_begin(ident: *const Ident, device_id: i64, list: MapList, bases: *mut *mut c_void) -> i32 {
     let loc = location(ident);
     let Some(device) = resolve(device_id, &loc) else { return OFFLOAD_SUCCESS };
-    let items = list.expand_mappers();
-    let mut returned: Vec<*mut c_void> = items.iter().map(|i| i.base).collect();
-    let result = data::begin(&device, &items, Some(&mut returned), &loc);
-    // use_device_ptr/addr: write the device addresses back into clang's base array (only
-    // without mappers is the item order that of the array).
-    if !bases.is_null() && items.len() == list.items.len() {
-        for (i, item) in items.iter().enumerate() {
-            if item.kind.contains(MapType::RETURN_PARAM) {
-                // SAFETY: `bases` has one element per original item.
-                unsafe { *bases.add(i) = returned[i] };
-            }
-        }
-    }
-    report(result, &loc)
+    // use_device_ptr/addr: the device addresses go back into clang's base array.
+    let return_bases = (!bases.is_null()).then(|| {
+        // SAFETY: clang's base array has one element per list item.
+        unsafe { std::slice::from_raw_parts_mut(bases, list.items.len()) }
+    });
+    report(data::begin(&device, &list.items, return_bases), &loc)
 }
 
 pub fn data_end(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
     let loc = location(ident);
     let Some(device) = resolve(device_id, &loc) else { return OFFLOAD_SUCCESS };
-    let items = list.expand_mappers();
-    report(data::end(&device, &items, &loc), &loc)
+    report(data::end(&device, &list.items), &loc)
 }
 
 pub fn data_update(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
     let loc = location(ident);
     let Some(device) = resolve(device_id, &loc) else { return OFFLOAD_SUCCESS };
-    let items = list.expand_mappers();
-    report(data::update(&device, &items, &loc), &loc)
+    report(data::update(&device, &list.items), &loc)
 }
 
 /// `__tgt_target_kernel`: map, launch, unmap. Non-zero tells clang's code to run the host
@@ -134,10 +129,8 @@ pub unsafe fn target_kernel(ident: *const Ident, device_id: i64, region_id: *mut
     let list = unsafe {
         MapList::from_raw(args.num_args as i32, args.arg_base_ptrs, args.arg_ptrs, args.arg_sizes, args.arg_types, args.arg_mappers)
     };
-    let items: Vec<MapItem> = list.expand_mappers();
     let result = (|| -> Result<()> {
-        data::begin(&device, &items, None, &loc)?;
-        let (values, temporaries) = data::kernel_arguments(&device, &items, &loc)?;
+        let LaunchArguments { values, temporaries } = data::enter_for_launch(&device, &list.items)?;
         let config = LaunchConfig {
             num_teams: args.num_teams[0],
             thread_limit: args.thread_limit[0],
@@ -159,7 +152,7 @@ pub unsafe fn target_kernel(ident: *const Ident, device_id: i64, region_id: *mut
             device.backend.free(buffer as *mut c_void, rustomp_plugin::AllocKind::Device)?;
         }
         launched?;
-        data::end(&device, &items, &loc)
+        data::end(&device, &list.items)
     })();
     report(result, &loc)
 }

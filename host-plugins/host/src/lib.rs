@@ -7,6 +7,7 @@
 //! mapping mistakes show up exactly as on a GPU.
 
 mod call;
+mod device_number;
 
 use core::ffi::c_void;
 use rustomp_abi::{FptrMapEntry, KernelLaunchEnvironment};
@@ -74,6 +75,8 @@ impl Device for HostDevice {
         }
         Ok(ptr)
     }
+    // The `Device` trait keeps `free` safe: its contract is that only pointers from `alloc` come back.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     fn free(&self, ptr: *mut c_void, _kind: AllocKind) -> Result<()> {
         // SAFETY: the front only frees pointers this device allocated.
         unsafe { libc::free(ptr) };
@@ -95,7 +98,7 @@ impl Device for HostDevice {
         Ok(())
     }
     fn load_image(&self, image: &ImageInfo<'_>) -> Result<Box<dyn LoadedImage>> {
-        HostImage::load(image.bytes, self.global).map(|i| Box::new(i) as Box<dyn LoadedImage>)
+        HostImage::load(image, self.global).map(|i| Box::new(i) as Box<dyn LoadedImage>)
     }
     fn shares_host_memory(&self) -> bool {
         true
@@ -120,9 +123,15 @@ fn dl_error() -> String {
     }
 }
 
-/// A loaded x86_64 image: the `dlopen` handle.
+/// A loaded x86_64 image: the `dlopen` handle and the in-memory file it was loaded from.
+///
+/// The loader knows an object by the path it was opened with (`/proc/self/fd/N`) and returns
+/// the already loaded object for a path it has seen, so the file stays open while the image is
+/// loaded: no other image (another device's copy included) can be opened under the same name.
 pub struct HostImage {
     handle: *mut c_void,
+    fd: libc::c_int,
+    path: CString,
     device: usize,
     indirect_table: Mutex<Vec<FptrMapEntry>>,
 }
@@ -133,9 +142,18 @@ unsafe impl Send for HostImage {}
 unsafe impl Sync for HostImage {}
 
 impl HostImage {
-    fn load(bytes: &[u8], device: usize) -> Result<Self> {
+    fn load(image: &ImageInfo<'_>, device: usize) -> Result<Self> {
+        let bytes = image.bytes;
         let fail = |why: String| {
-            OffloadError::new(ErrorKind::InvalidImage, format!("device {device} (host plugin): cannot load image: {why}"))
+            OffloadError::new(
+                ErrorKind::InvalidImage,
+                format!(
+                    "device {device} (host plugin): cannot load the {} image ({} bytes at {:p}): {why}",
+                    image.triple,
+                    bytes.len(),
+                    bytes.as_ptr()
+                ),
+            )
         };
         // SAFETY: the name is a valid C string; flags are valid.
         let fd = unsafe { libc::memfd_create(c"rustomp-offload-image".as_ptr(), libc::MFD_CLOEXEC) };
@@ -156,12 +174,20 @@ impl HostImage {
         let path = CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a path we formatted");
         // SAFETY: a valid path; the loader validates the ELF itself and reports errors.
         let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        // SAFETY: fd is open; dlopen keeps its own mapping.
-        unsafe { libc::close(fd) };
         if handle.is_null() {
-            return Err(fail(dl_error()));
+            let why = dl_error();
+            // SAFETY: fd is open and nothing refers to it.
+            unsafe { libc::close(fd) };
+            return Err(fail(why));
         }
-        Ok(Self { handle, device, indirect_table: Mutex::new(Vec::new()) })
+        let loaded = Self { handle, fd, path, device, indirect_table: Mutex::new(Vec::new()) };
+        if let Some(answer) = device_number::answer_for(device) {
+            // SAFETY: the image was just loaded and none of its code runs yet; the answer has
+            // omp_get_device_num's signature.
+            unsafe { device_number::rebind(handle, c"omp_get_device_num", answer) }
+                .map_err(|why| fail(format!("binding omp_get_device_num to device {device}: {why}")))?;
+        }
+        Ok(loaded)
     }
 }
 
@@ -169,6 +195,17 @@ impl Drop for HostImage {
     fn drop(&mut self) {
         // SAFETY: the handle came from dlopen and is closed once.
         unsafe { libc::dlclose(self.handle) };
+        // An object the loader keeps (marked NODELETE, e.g. for C++ unique symbols) still owns
+        // the name: keep its file open so the name is never reused.
+        // SAFETY: a valid path; RTLD_NOLOAD only looks the object up.
+        let still_loaded = unsafe { libc::dlopen(self.path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+        if still_loaded.is_null() {
+            // SAFETY: the fd is ours and the object loaded from it is gone.
+            unsafe { libc::close(self.fd) };
+        } else {
+            // SAFETY: balances the lookup just above.
+            unsafe { libc::dlclose(still_loaded) };
+        }
     }
 }
 

@@ -2,6 +2,12 @@
 //!
 //! Pure bookkeeping: this module decides *what* happens to an entry (allocate, copy, free);
 //! the front performs the device operations while it holds the table's lock.
+//!
+//! Besides the entries themselves the table keeps, per entry, the base address clang gave when
+//! the entry was created (a zero-length lookup of a pointer into the "extended" range
+//! `[base, begin)` still finds the entry, as OpenMP's pointer initialization requires) and the
+//! attached pointers inside it ([`ShadowPointer`]), so copies of the whole object never replace
+//! a host pointer by a device address or a device pointer by a host address.
 
 use std::collections::BTreeMap;
 
@@ -25,25 +31,55 @@ impl MapEntry {
     pub fn total_refs(&self) -> u64 {
         self.dynamic_refs + self.hold_refs
     }
-    /// Device address of host address `host` inside this entry.
+    /// Device address of host address `host` relative to this entry. `host` may lie before the
+    /// entry (a pointer to the base of a mapped section), hence the wrapping arithmetic.
     pub fn device_address(&self, host: usize) -> usize {
-        self.device_begin + (host - self.host_begin)
+        self.device_begin.wrapping_add(host.wrapping_sub(self.host_begin))
     }
+    /// Whether an unmap of this entry with the given counter is the one that removes it
+    /// (LLVM's "is last"): the other counter is zero and this one would reach zero.
+    pub fn is_last_reference(&self, hold: bool, force_delete: bool) -> bool {
+        if self.infinite {
+            return false;
+        }
+        let (this, other) = if hold { (self.hold_refs, self.dynamic_refs) } else { (self.dynamic_refs, self.hold_refs) };
+        other == 0 && (force_delete || this == 1)
+    }
+}
+
+/// A pointer stored inside a mapped object whose device copy points at a device pointee
+/// (pointer attachment). Copies of the object keep the host and device values apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShadowPointer {
+    /// Host address of the pointer variable.
+    pub host_address: usize,
+    /// Device address of the pointer variable's copy.
+    pub device_address: usize,
+    /// The device address stored in the device copy.
+    pub device_value: usize,
 }
 
 /// What a lookup of `[begin, begin + size)` found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Lookup {
-    /// Entirely inside the entry starting at this host address.
+    /// Entirely inside the entry starting at this host address (for `size == 0`: inside it or
+    /// inside its extended range starting at the entry's base).
     Contained(usize),
     /// Overlaps the entry at this host address without being contained in it.
     PartialOverlap(usize),
     Absent,
 }
 
+#[derive(Debug)]
+struct Record {
+    entry: MapEntry,
+    host_base: usize,
+    shadows: Vec<ShadowPointer>,
+}
+
 #[derive(Debug, Default)]
 pub struct MappingTable {
-    entries: BTreeMap<usize, MapEntry>,
+    records: BTreeMap<usize, Record>,
 }
 
 impl MappingTable {
@@ -52,57 +88,103 @@ impl MappingTable {
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.records.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.records.is_empty()
     }
 
     pub fn lookup(&self, begin: usize, size: usize) -> Lookup {
         let end = begin.saturating_add(size);
-        if let Some((&key, entry)) = self.entries.range(..=begin).next_back() {
-            let inside = begin < entry.host_end || (begin == key && entry.host_end == key);
-            if inside {
-                return if end <= entry.host_end { Lookup::Contained(key) } else { Lookup::PartialOverlap(key) };
-            }
-        }
-        if size > 0 {
-            if let Some((&key, _)) = self.entries.range(begin..).next() {
-                if key < end {
-                    return Lookup::PartialOverlap(key);
+        let below = self.records.range(..=begin).next_back();
+        let above = self.records.range(begin.saturating_add(1)..).next();
+        if size == 0 {
+            if let Some((&key, record)) = below {
+                let entry = &record.entry;
+                // A zero-length entry is found at its own address.
+                if begin < entry.host_end || (begin == key && entry.host_end == key) {
+                    return Lookup::Contained(key);
                 }
             }
+            // A pointer to the base of a section mapped further on (`p` for `p[3:2]`).
+            return match above {
+                Some((&key, record)) if begin >= record.host_base => Lookup::Contained(key),
+                _ => Lookup::Absent,
+            };
         }
-        Lookup::Absent
+        if let Some((&key, record)) = below {
+            if begin < record.entry.host_end {
+                return if end <= record.entry.host_end { Lookup::Contained(key) } else { Lookup::PartialOverlap(key) };
+            }
+        }
+        match above {
+            Some((&key, _)) if key < end => Lookup::PartialOverlap(key),
+            _ => Lookup::Absent,
+        }
     }
 
     pub fn get(&self, key: usize) -> Option<&MapEntry> {
-        self.entries.get(&key)
+        self.records.get(&key).map(|r| &r.entry)
     }
 
     pub fn get_mut(&mut self, key: usize) -> Option<&mut MapEntry> {
-        self.entries.get_mut(&key)
+        self.records.get_mut(&key).map(|r| &mut r.entry)
     }
 
     /// The entry containing `[begin, begin + size)`, if any.
     pub fn find(&self, begin: usize, size: usize) -> Option<&MapEntry> {
         match self.lookup(begin, size) {
-            Lookup::Contained(key) => self.entries.get(&key),
+            Lookup::Contained(key) => self.get(key),
             _ => None,
         }
     }
 
+    /// Adds an entry whose base is its own begin (globals, associated pointers).
     pub fn insert(&mut self, entry: MapEntry) {
-        self.entries.insert(entry.host_begin, entry);
+        let host_base = entry.host_begin;
+        self.insert_with_base(entry, host_base);
     }
 
+    /// Adds an entry created for a list item whose base address is `host_base`.
+    pub fn insert_with_base(&mut self, entry: MapEntry, host_base: usize) {
+        self.records.insert(entry.host_begin, Record { entry, host_base, shadows: Vec::new() });
+    }
+
+    /// Removes an entry together with its attached pointers.
     pub fn remove(&mut self, key: usize) -> Option<MapEntry> {
-        self.entries.remove(&key)
+        self.records.remove(&key).map(|r| r.entry)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &MapEntry> {
-        self.entries.values()
+        self.records.values().map(|r| &r.entry)
+    }
+
+    /// Records that the device copy of the pointer at `shadow.host_address` (inside entry `key`)
+    /// now holds `shadow.device_value`. Returns false when it already did, so the caller can
+    /// skip writing it again.
+    pub fn attach(&mut self, key: usize, shadow: ShadowPointer) -> bool {
+        let Some(record) = self.records.get_mut(&key) else { return false };
+        match record.shadows.iter_mut().find(|s| s.host_address == shadow.host_address) {
+            Some(existing) if *existing == shadow => false,
+            Some(existing) => {
+                *existing = shadow;
+                true
+            }
+            None => {
+                record.shadows.push(shadow);
+                true
+            }
+        }
+    }
+
+    /// The attached pointers of entry `key` that lie entirely inside `[begin, begin + size)`.
+    pub fn shadows_within(&self, key: usize, begin: usize, size: usize) -> Vec<ShadowPointer> {
+        let pointer = std::mem::size_of::<usize>();
+        let end = begin.saturating_add(size);
+        self.records.get(&key).map_or_else(Vec::new, |r| {
+            r.shadows.iter().filter(|s| s.host_address >= begin && s.host_address + pointer <= end).copied().collect()
+        })
     }
 }
 
@@ -144,6 +226,52 @@ mod tests {
         table.insert(entry(500, 500));
         assert_eq!(table.lookup(500, 0), Lookup::Contained(500));
         assert_eq!(table.lookup(501, 0), Lookup::Absent);
+    }
+
+    #[test]
+    fn zero_length_lookups_reach_back_to_the_base() {
+        // `q[3:2]` with q = 1000 and rows of 80 bytes: entry [1240, 1400), base 1000.
+        let mut table = MappingTable::new();
+        table.insert_with_base(entry(1240, 1400), 1000);
+        assert_eq!(table.lookup(1000, 0), Lookup::Contained(1240));
+        assert_eq!(table.find(1000, 0).map(|e| e.device_address(1000)), Some(1000 + 0x1000_0000));
+        assert_eq!(table.lookup(999, 0), Lookup::Absent);
+        // Sized lookups never use the extended range.
+        assert_eq!(table.lookup(1000, 1), Lookup::Absent);
+        assert_eq!(table.lookup(1239, 1), Lookup::Absent);
+    }
+
+    #[test]
+    fn last_reference_follows_both_counters() {
+        let mut e = entry(0, 8);
+        assert!(e.is_last_reference(false, false));
+        e.hold_refs = 1;
+        assert!(!e.is_last_reference(false, false));
+        assert!(!e.is_last_reference(false, true));
+        e.dynamic_refs = 0;
+        assert!(e.is_last_reference(true, false));
+        e.dynamic_refs = 3;
+        e.hold_refs = 0;
+        assert!(!e.is_last_reference(false, false));
+        assert!(e.is_last_reference(false, true));
+        e.infinite = true;
+        assert!(!e.is_last_reference(false, true));
+    }
+
+    #[test]
+    fn attached_pointers_are_recorded_once_and_go_with_their_entry() {
+        let mut table = MappingTable::new();
+        table.insert(entry(100, 200));
+        let shadow = ShadowPointer { host_address: 108, device_address: 0x1000_0000 + 108, device_value: 0x5000 };
+        assert!(table.attach(100, shadow));
+        assert!(!table.attach(100, shadow));
+        assert!(table.attach(100, ShadowPointer { device_value: 0x6000, ..shadow }));
+        assert_eq!(table.shadows_within(100, 100, 100).len(), 1);
+        assert_eq!(table.shadows_within(100, 100, 8).len(), 0);
+        assert_eq!(table.shadows_within(100, 108, 8)[0].device_value, 0x6000);
+        table.remove(100);
+        table.insert(entry(100, 200));
+        assert!(table.shadows_within(100, 100, 100).is_empty());
     }
 
     #[test]

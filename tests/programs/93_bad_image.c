@@ -1,0 +1,66 @@
+// EXPECT: fail
+// EXPECT-STDERR: cannot load the x86_64-pc-linux-gnu image
+// EXPECT-STDERR: device 0
+// A library registered by hand whose device image is an ELF header followed by garbage: the
+// first construct on the device must end the program with a message that names the image and
+// the device, not crash.
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+// The registration structures of LLVM 22's libomptarget ABI.
+struct offload_entry {
+  uint64_t reserved;
+  uint16_t version, kind;
+  uint32_t flags;
+  void *address;
+  const char *symbol_name;
+  uint64_t size, data;
+  void *aux;
+};
+struct device_image {
+  void *start, *end;
+  struct offload_entry *entries_begin, *entries_end;
+};
+struct bin_desc {
+  int32_t num_images;
+  struct device_image *images;
+  struct offload_entry *entries_begin, *entries_end;
+};
+struct kernel_args {
+  uint32_t version, num_args;
+  void **bases, **begins;
+  int64_t *sizes, *types;
+  void **names, **mappers;
+  uint64_t tripcount, flags;
+  uint32_t num_teams[3], thread_limit[3], dyn_mem;
+};
+void __tgt_register_lib(struct bin_desc *);
+void __tgt_unregister_lib(struct bin_desc *);
+int __tgt_target_kernel(void *loc, int64_t device, int32_t teams, int32_t threads, void *region, struct kernel_args *);
+
+static char region_id; // the host address that names the kernel
+static unsigned char image[512];
+
+int main(void) {
+  memset(image, 0xA5, sizeof image);
+  memcpy(image, "\x7f" "ELF", 4);
+  image[4] = 2;                        // ELFCLASS64
+  image[5] = 1;                        // little-endian
+  image[18] = 62; image[19] = 0;       // EM_X86_64: looks like a host image
+  struct offload_entry entry = {0, 1, 1, 0, &region_id, "__omp_offloading_garbage_kernel", 0, 0, NULL};
+  struct device_image img = {image, image + sizeof image, &entry, &entry + 1};
+  struct bin_desc desc = {1, &img, &entry, &entry + 1};
+  __tgt_register_lib(&desc);
+  struct kernel_args args;
+  memset(&args, 0, sizeof args);
+  args.version = 3;
+  args.num_teams[0] = 1;
+  args.thread_limit[0] = 1;
+  int rc = __tgt_target_kernel(NULL, 0, 1, 1, &region_id, &args);
+  // Under OMP_TARGET_OFFLOAD=mandatory the runtime must not come back with a kernel it never loaded.
+  fprintf(stderr, "__tgt_target_kernel on a garbage image returned %d\n", rc);
+  __tgt_unregister_lib(&desc);
+  return 0;
+}
