@@ -33,7 +33,8 @@ static double nowait_rate(int batches) {
 int main(int argc, char **argv) {
   bench_init(argc, argv);
   int batches = bench_pick(7, 3);
-  if (bench_want("nowait_regions")) bench_result("nowait_regions", nowait_rate(batches), "regions/s");
+  if (!bench_want("nowait_regions")) return 0;
+  bench_result("nowait_regions", nowait_rate(batches), "regions/s");
   for (int i = 0; i < REGIONS; i++)
     if (slots[i] != batches + 1) BENCH_FAIL("nowait: slot %d ran %d times, expected %d", i, slots[i], batches + 1);
   return 0;

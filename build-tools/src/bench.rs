@@ -245,7 +245,8 @@ fn check_libraries(exe: &Path, variants: &[Variant]) -> Result<()> {
                 v.label
             );
         }
-        println!("bench: {:4} -> {}", v.label, line.split("=>").nth(1).unwrap_or(line).trim());
+        let path = line.split("=>").nth(1).unwrap_or(line).split(" (").next().unwrap_or(line);
+        println!("bench: {:4} -> {}", v.label, path.trim());
     }
     Ok(())
 }
@@ -528,16 +529,17 @@ fn lower_is_better(unit: &str) -> bool {
 
 /// Three significant digits, with k / M / G for large values.
 fn num(v: f64) -> String {
+    // Thresholds sit just below the powers of ten so that rounding never prints `1000k`.
     let (scaled, suffix) = match v.abs() {
-        a if a >= 1e9 => (v / 1e9, "G"),
-        a if a >= 1e6 => (v / 1e6, "M"),
+        a if a >= 999.5e6 => (v / 1e9, "G"),
+        a if a >= 999.5e3 => (v / 1e6, "M"),
         a if a >= 1e4 => (v / 1e3, "k"),
         _ => (v, ""),
     };
     let digits = match scaled.abs() {
-        a if a >= 100.0 => 0,
-        a if a >= 10.0 => 1,
-        a if a >= 1.0 => 2,
+        a if a >= 99.95 => 0,
+        a if a >= 9.995 => 1,
+        a if a >= 0.9995 => 2,
         _ => 3,
     };
     format!("{scaled:.digits$}{suffix}")
@@ -572,11 +574,10 @@ fn ratio(row: &Row) -> (String, &'static str) {
 }
 
 fn print_group(title: &str, variants: &[Variant], rows: &[Row], failures: &[Failure], runs: usize) {
-    println!("\n{title}");
     if rows.is_empty() && failures.is_empty() {
-        println!("  (no measurement matches the filter)");
-        return;
+        return; // a filter left nothing of this group
     }
+    println!("\n{title}");
     let a = variants.first().map_or("ours", |v| v.label);
     let b = variants.get(1).map_or("LLVM", |v| v.label);
     let name_w = rows.iter().map(|r| r.name.len()).max().unwrap_or(9).max(9);
@@ -611,7 +612,7 @@ fn print_group(title: &str, variants: &[Variant], rows: &[Row], failures: &[Fail
     }
 }
 
-/// `machine: 2 CPUs (AMD EPYC), date 2025-01-01`: for the report's header.
+/// `machine: 2 CPUs (AMD EPYC), load average 0.50, 2025-01-01 12:00 UTC`: for the report's header.
 fn machine_line() -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let model = std::fs::read_to_string("/proc/cpuinfo")
@@ -628,7 +629,12 @@ fn machine_line() -> String {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
-    format!("bench: machine: {cpus} CPUs ({model}), {date}")
+    // The 1-minute load average: how busy the (shared) machine was when the runs started.
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into());
+    format!("bench: machine: {cpus} CPUs ({model}), load average {load}, {date}")
 }
 
 #[cfg(test)]
@@ -659,6 +665,9 @@ mod tests {
         assert_eq!(num(270186.0), "270k");
         assert_eq!(num(1.4864e6), "1.49M");
         assert_eq!(num(2.1e8), "210M");
+        assert_eq!(num(999_700.0), "1.00M");
+        assert_eq!(num(99.97), "100");
+        assert_eq!(num(9.999), "10.0");
     }
 
     #[test]
