@@ -20,6 +20,7 @@
 
 pub mod arch;
 pub mod env;
+pub mod heap;
 pub mod ids;
 pub mod indirect;
 pub mod kernel;

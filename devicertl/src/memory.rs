@@ -89,36 +89,33 @@ pub extern "C" fn __kmpc_alloc_aggregate_arg(local: *mut c_void, _global: *mut c
     local
 }
 
-/// amdgcn has no driver-provided heap: a lock-free bump allocator over a device global.
-/// `free` returns nothing to it; the heap lives as long as the loaded image.
+/// amdgcn has no driver-provided heap: `crate::heap` over a device global.
 #[cfg(target_arch = "amdgpu")]
 pub mod heap {
+    use crate::heap::SizeClassHeap;
     use core::cell::UnsafeCell;
-    use core::sync::atomic::{AtomicUsize, Ordering};
 
     const HEAP_BYTES: usize = 64 << 20;
 
     #[repr(C, align(16))]
-    struct Heap(UnsafeCell<[u8; HEAP_BYTES]>);
-    // SAFETY: disjoint ranges are handed out by an atomic bump pointer.
-    unsafe impl Sync for Heap {}
-    static HEAP: Heap = Heap(UnsafeCell::new([0; HEAP_BYTES]));
-    static USED: AtomicUsize = AtomicUsize::new(0);
+    struct Region(UnsafeCell<[u8; HEAP_BYTES]>);
+    // SAFETY: the heap hands out disjoint blocks of the region (atomic bump pointer and free lists).
+    unsafe impl Sync for Region {}
+    static REGION: Region = Region(UnsafeCell::new([0; HEAP_BYTES]));
+    static HEAP: SizeClassHeap = SizeClassHeap::new();
 
     /// # Safety
     /// None beyond C's: the result is null or `size` bytes nobody else holds.
     #[unsafe(no_mangle)]
     pub unsafe extern "C" fn malloc(size: usize) -> *mut u8 {
-        let rounded = size.max(1).div_ceil(16) * 16;
-        let start = USED.fetch_add(rounded, Ordering::Relaxed);
-        if start + rounded > HEAP_BYTES {
-            return core::ptr::null_mut();
-        }
-        // SAFETY: `start + rounded` lies inside the heap array.
-        unsafe { (HEAP.0.get() as *mut u8).add(start) }
+        // SAFETY: always the same 16-byte aligned region.
+        unsafe { HEAP.alloc(REGION.0.get() as *mut u8, HEAP_BYTES, size) }
     }
     /// # Safety
-    /// None: memory is never returned to the bump heap.
+    /// As C's: `ptr` is null or came from `malloc` and is not used afterwards.
     #[unsafe(no_mangle)]
-    pub unsafe extern "C" fn free(_ptr: *mut u8) {}
+    pub unsafe extern "C" fn free(ptr: *mut u8) {
+        // SAFETY: as above; guaranteed by the caller.
+        unsafe { HEAP.free(REGION.0.get() as *mut u8, ptr) }
+    }
 }
