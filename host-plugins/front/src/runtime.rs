@@ -1,6 +1,11 @@
-//! Process-wide state: the offload policy, the plugins and their devices (numbered globally in
-//! plugin order), and the libraries registered by `__tgt_register_lib`. Devices are opened and
-//! images loaded lazily, on a device's first use.
+//! Process-wide state: the offload policy, the plugins and their devices, and the libraries
+//! registered by `__tgt_register_lib`.
+//!
+//! Devices are numbered as LLVM numbers them: a plugin's devices count only once a registered
+//! program brings an image that plugin's devices can run, and they get the next numbers in
+//! registration order (image by image, plugin by plugin). So a host-offload program sees the
+//! host plugin's devices as 0..N, and the CUDA plugin's driver is not even loaded for it. A
+//! device is opened, and its images loaded, on its first use.
 
 use crate::diag::{self, debug, info};
 use rustomp_abi::{
@@ -8,11 +13,11 @@ use rustomp_abi::{
     OFFLOAD_BINARY_MAGIC,
 };
 use rustomp_plugin::mapping::{MapEntry, MappingTable};
-use rustomp_plugin::{Device, ErrorKind, ImageInfo, LoadedImage, OffloadError, Plugin, Result, Symbol};
-use std::collections::HashMap;
+use rustomp_plugin::{Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin, Result, Symbol};
+use std::collections::{HashMap, HashSet};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 /// `OMP_TARGET_OFFLOAD`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,8 +30,12 @@ pub enum Policy {
 pub struct Runtime {
     pub policy: Policy,
     plugins: Vec<Box<dyn Plugin>>,
-    slots: Vec<DeviceSlot>,
+    /// The devices in OpenMP numbering; appended as registrations bring images for them, never
+    /// removed.
+    slots: RwLock<Vec<Arc<DeviceSlot>>>,
     libraries: Mutex<Vec<Library>>,
+    /// Why registered images found no device to run on (for `mandatory` with no device).
+    unserved: Mutex<Vec<String>>,
     generation: AtomicU64,
     pub requires: AtomicU64,
 }
@@ -105,51 +114,112 @@ impl Runtime {
             Ok(v) if v == "disabled" => Policy::Disabled,
             _ => Policy::Default,
         };
+        // Constructing a plugin is free: each loads its driver only when asked for devices.
         let plugins: Vec<Box<dyn Plugin>> = if policy == Policy::Disabled {
             Vec::new()
         } else {
-            vec![Box::new(rustomp_host_plugin::HostPlugin::new())]
+            vec![
+                Box::new(rustomp_cuda_plugin::CudaPlugin::new()),
+                Box::new(rustomp_host_plugin::HostPlugin::new()),
+            ]
         };
-        let mut slots = Vec::new();
-        for (p, plugin) in plugins.iter().enumerate() {
-            let count = plugin.number_of_devices();
-            if count == 0 {
-                if let Some(reason) = plugin.unavailable_reason() {
-                    info!(diag::infotype::LOAD_BINARY, "-", "plugin {} has no devices: {reason}", plugin.name());
-                }
-            }
-            for index in 0..count {
-                slots.push(DeviceSlot { plugin: p, index, state: OnceLock::new() });
-            }
-        }
-        debug!("{} device(s), policy {:?}", slots.len(), policy);
+        debug!("{} plugin(s), policy {:?}", plugins.len(), policy);
         Self {
             policy,
             plugins,
-            slots,
+            slots: RwLock::new(Vec::new()),
             libraries: Mutex::new(Vec::new()),
+            unserved: Mutex::new(Vec::new()),
             generation: AtomicU64::new(0),
             requires: AtomicU64::new(0),
         }
     }
 
+    fn slots(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<DeviceSlot>>> {
+        self.slots.read().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub fn num_devices(&self) -> usize {
-        self.slots.len()
+        self.slots().len()
+    }
+
+    /// Under `mandatory`, with no device at all: why, so that a construct fails instead of
+    /// quietly running on the host (LLVM stops such a program at its first construct).
+    pub fn missing_devices(&self) -> Option<String> {
+        if self.policy != Policy::Mandatory || self.num_devices() > 0 {
+            return None;
+        }
+        let unserved = self.unserved.lock().unwrap_or_else(|e| e.into_inner());
+        Some(if unserved.is_empty() {
+            "no offload device is available".to_string()
+        } else {
+            format!("no offload device is available: {}", unserved.join("; "))
+        })
+    }
+
+    /// Gives the devices that can run `images` (of one registered program) OpenMP numbers, the
+    /// way LLVM's plugin manager does: image by image, each compatible plugin's compatible
+    /// devices not numbered yet get the next numbers. Records why an image found no device.
+    fn assign_devices(&self, images: &[RawImage]) {
+        let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
+        let mut used: HashSet<(usize, usize)> = HashSet::new();
+        for (i, raw) in images.iter().enumerate() {
+            let info = raw.info();
+            let mut served = false;
+            let mut reasons = Vec::new();
+            for (p, plugin) in self.plugins.iter().enumerate() {
+                if !plugin.is_compatible(&info) {
+                    continue;
+                }
+                let count = plugin.number_of_devices();
+                if count == 0 {
+                    let why = plugin.unavailable_reason().unwrap_or_else(|| "it has no devices".into());
+                    info!(diag::infotype::LOAD_BINARY, "-", "plugin {} has no devices: {why}", plugin.name());
+                    reasons.push(format!("{} plugin: {why}", plugin.name()));
+                    continue;
+                }
+                for index in 0..count {
+                    if let Err(why) = plugin.device_compatibility(index, &info) {
+                        reasons.push(format!("{} device {index}: {why}", plugin.name()));
+                        continue;
+                    }
+                    served = true;
+                    // One image per device and program, as LLVM registers them.
+                    if !used.insert((p, index)) || slots.iter().any(|s| s.plugin == p && s.index == index) {
+                        continue;
+                    }
+                    debug!("device {}: {} plugin device {index}", slots.len(), plugin.name());
+                    slots.push(Arc::new(DeviceSlot { plugin: p, index, state: OnceLock::new() }));
+                }
+            }
+            if !served {
+                if reasons.is_empty() {
+                    reasons.push(format!("no plugin runs {} images", raw.triple));
+                }
+                let message = format!("image {i} ({}) of the registered program: {}", raw.describe(), reasons.join("; "));
+                info!(diag::infotype::LOAD_BINARY, "-", "{message}");
+                self.unserved.lock().unwrap_or_else(|e| e.into_inner()).push(message);
+            }
+        }
     }
 
     /// The device, opened and with every registered library's images loaded.
     pub fn device(&self, id: usize) -> Result<Arc<DeviceState>> {
-        let slot = self.slots.get(id).ok_or_else(|| {
-            OffloadError::new(
-                ErrorKind::InvalidArgument,
-                format!("device {id} is not available ({} device(s) present)", self.slots.len()),
-            )
-        })?;
+        let (slot, total) = {
+            let slots = self.slots();
+            let slot = slots.get(id).cloned().ok_or_else(|| {
+                OffloadError::new(
+                    ErrorKind::InvalidArgument,
+                    format!("device {id} is not available ({} device(s) present)", slots.len()),
+                )
+            })?;
+            (slot, slots.len())
+        };
         let state = slot
             .state
             .get_or_init(|| {
                 let plugin = &self.plugins[slot.plugin];
-                plugin.open_device(slot.index, id, self.slots.len()).map(|backend| {
+                plugin.open_device(slot.index, id, total).map(|backend| {
                     Arc::new(DeviceState {
                         id,
                         backend,
@@ -183,6 +253,7 @@ impl Runtime {
                 self.requires.fetch_or(entry.data, Ordering::Relaxed);
             }
         }
+        self.assign_devices(&images);
         let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
         let id = desc as *const BinDesc as u64;
         debug!("registering library {id:#x}: {} image(s), {} entries", images.len(), host_entries.len());
@@ -192,7 +263,8 @@ impl Runtime {
 
     pub fn unregister(&self, desc: &BinDesc) {
         let id = desc as *const BinDesc as u64;
-        for slot in &self.slots {
+        let slots: Vec<Arc<DeviceSlot>> = self.slots().clone();
+        for slot in &slots {
             if let Some(Ok(state)) = slot.state.get() {
                 let mut images = state.images.lock().unwrap_or_else(|e| e.into_inner());
                 let mut table = state.table();
@@ -205,7 +277,9 @@ impl Runtime {
                 for library in gone {
                     for dtor in &library.destructors {
                         // SAFETY: destructor entries take no arguments besides the launch env.
-                        let _ = unsafe { library.image.launch(*dtor, &[], &Default::default()) };
+                        if let Err(e) = unsafe { library.image.launch(*dtor, &[], &ONE_THREAD) } {
+                            debug!("device {}: destructor at unload: {e}", state.id);
+                        }
                     }
                     for region in library.kernels {
                         images.kernels.remove(&region);
@@ -226,14 +300,21 @@ impl Runtime {
         if state.loaded_generation.load(Ordering::Acquire) == generation {
             return Ok(());
         }
-        let plugin = &self.plugins[self.slots[state.id].plugin];
+        let (plugin_index, index) = {
+            let slots = self.slots();
+            (slots[state.id].plugin, slots[state.id].index)
+        };
+        let plugin = &self.plugins[plugin_index];
         for library in libraries.iter() {
             if images.per_library.iter().any(|l| l.library == library.id) {
                 continue;
             }
-            let candidate = library.images.iter().find(|raw| plugin.is_compatible(&raw.info()));
+            let candidate = library.images.iter().find(|raw| {
+                let info = raw.info();
+                plugin.is_compatible(&info) && plugin.device_compatibility(index, &info).is_ok()
+            });
             let Some(raw) = candidate else {
-                let found: Vec<String> = library.images.iter().map(|r| format!("{} {}", r.triple, r.arch)).collect();
+                let found: Vec<String> = library.images.iter().map(RawImage::describe).collect();
                 info!(
                     diag::infotype::LOAD_BINARY,
                     state.id,
@@ -244,7 +325,7 @@ impl Runtime {
                 continue;
             };
             let image: Arc<dyn LoadedImage> = Arc::from(state.backend.load_image(&raw.info())?);
-            info!(diag::infotype::LOAD_BINARY, state.id, "loaded image for {} {} ({} bytes)", raw.triple, raw.arch, raw.len);
+            info!(diag::infotype::LOAD_BINARY, state.id, "loaded image for {} ({} bytes)", raw.describe(), raw.len);
             let loaded = self.bind_entries(state, &mut images, library, image)?;
             images.per_library.push(loaded);
         }
@@ -320,11 +401,14 @@ impl Runtime {
         image.set_indirect_table(&indirect)?;
         for ctor in constructors {
             // SAFETY: constructor entries take no arguments besides the launch environment.
-            unsafe { image.launch(ctor, &[], &Default::default())? };
+            unsafe { image.launch(ctor, &[], &ONE_THREAD)? };
         }
         Ok(loaded)
     }
 }
+
+/// Constructors and destructors run once: one team of one thread (LLVM's ctor/dtor launch).
+const ONE_THREAD: LaunchConfig = LaunchConfig { num_teams: 1, thread_limit: 1, dyn_shared_bytes: 0, tripcount: 0 };
 
 fn info_enabled_table() -> bool {
     diag::info_enabled(diag::infotype::DUMP_TABLE)
@@ -360,6 +444,15 @@ fn entries(begin: *mut OffloadEntry, end: *mut OffloadEntry) -> Vec<OffloadEntry
 }
 
 impl RawImage {
+    /// "nvptx64-nvidia-cuda sm_90" and the like.
+    fn describe(&self) -> String {
+        if self.arch.is_empty() {
+            self.triple.clone()
+        } else {
+            format!("{} {}", self.triple, self.arch)
+        }
+    }
+
     fn info(&self) -> ImageInfo<'static> {
         ImageInfo {
             // SAFETY: the image lies in the registered program's memory while it is registered.
@@ -378,12 +471,15 @@ fn parse_container(start: usize, end: usize) -> std::result::Result<RawImage, St
     let len = end - start;
     // SAFETY: the compiler-provided bounds enclose the image.
     let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, len) };
+    // A bare image (clang-22 points at the image inside its container): an NVIDIA image says
+    // its triple and sm_XX itself; other ELF images their family by the machine field.
+    if let Some((triple, arch)) = rustomp_cuda_plugin::image::describe(bytes) {
+        return Ok(RawImage { start, len, triple: triple.into(), arch });
+    }
     if bytes.starts_with(b"\x7fELF") {
-        // A bare image: the ELF machine field says which device family it is for.
         let machine = bytes.get(18..20).map_or(0, |m| u16::from_le_bytes([m[0], m[1]]));
         let triple = match machine {
             62 => "x86_64-pc-linux-gnu",
-            190 => "nvptx64-nvidia-cuda",
             224 => "amdgcn-amd-amdhsa",
             _ => "unknown",
         };

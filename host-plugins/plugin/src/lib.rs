@@ -108,8 +108,18 @@ pub trait Plugin: Send + Sync {
     fn unavailable_reason(&self) -> Option<String> {
         None
     }
-    /// Whether this plugin can run `image` at all.
+    /// Whether this plugin can run `image` at all (its triple and format; decided without
+    /// initializing the plugin's driver).
     fn is_compatible(&self, image: &ImageInfo<'_>) -> bool;
+    /// Whether device `index` (0-based within this plugin) can run `image`, which
+    /// `is_compatible` accepted; `Err` says why not (e.g. the GPU's architecture).
+    fn device_compatibility(&self, _index: usize, image: &ImageInfo<'_>) -> std::result::Result<(), String> {
+        if self.is_compatible(image) {
+            Ok(())
+        } else {
+            Err(format!("the {} plugin cannot run a {} image", self.name(), image.triple))
+        }
+    }
     /// Opens device `index` (0-based within this plugin).
     fn open_device(&self, index: usize, global_device_number: usize, total_devices: usize)
         -> Result<Box<dyn Device>>;

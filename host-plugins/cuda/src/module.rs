@@ -1,0 +1,331 @@
+//! An image loaded on one GPU: symbol lookup, the device environment, the indirect-call table,
+//! and kernel launches.
+//!
+//! At load the plugin writes `__omp_rtl_device_environment`; `set_indirect_table` uploads the
+//! sorted `{host, device}` table and points both the device environment and, when the image has
+//! them, seed 000's `__omp_offloading_fptr_map_p` / `_size` at it. A kernel's
+//! `<name>_kernel_environment` is read at its first launch and decides its geometry.
+
+use crate::device::DeviceCore;
+use crate::driver::error::DriverError;
+use crate::driver::result::{self as r, LaunchDims};
+use crate::driver::safe::{DeviceMemory, Module};
+use crate::driver::sys::{function_attribute, CUdeviceptr, CUfunction};
+use crate::geometry::{self, Geometry, KernelShape};
+use crate::image::{self, ImageKind};
+use crate::{diag, layout};
+use core::ffi::c_void;
+use rustomp_abi::{exec_mode, symbols, ConfigurationEnvironment, DeviceEnvironment, FptrMapEntry};
+use rustomp_plugin::{ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Result, Symbol};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// `CUDA_ERROR_NOT_FOUND`: a symbol the image does not have.
+const NOT_FOUND: i32 = 500;
+/// Dynamic shared memory a kernel may use without opting in (48 KiB on every GPU since sm_20).
+const DEFAULT_DYNAMIC_SHARED_LIMIT: u32 = 48 * 1024;
+
+/// A kernel of the image, looked up by the front through `symbol`.
+struct Kernel {
+    name: String,
+    function: CUfunction,
+    /// Read at the first launch.
+    facts: OnceLock<std::result::Result<KernelFacts, OffloadError>>,
+    /// Dynamic shared memory the function has been opted in to.
+    dynamic_shared_limit: AtomicU32,
+}
+
+// SAFETY: a function handle is only passed to the driver, which is thread-safe.
+unsafe impl Send for Kernel {}
+// SAFETY: as above; the mutable state is atomic or behind `OnceLock`.
+unsafe impl Sync for Kernel {}
+
+#[derive(Clone, Copy)]
+struct KernelFacts {
+    config: ConfigurationEnvironment,
+    shape: KernelShape,
+    reduction_bytes: usize,
+}
+
+/// The environment published to the image and the memory behind its indirect table.
+struct Published {
+    environment: DeviceEnvironment,
+    table: Option<DeviceMemory>,
+}
+
+pub struct CudaImage {
+    core: Arc<DeviceCore>,
+    module: Module,
+    /// "sm_90 cubin" and the like, for messages.
+    label: String,
+    kernels: Mutex<HashMap<usize, Arc<Kernel>>>,
+    published: Mutex<Published>,
+}
+
+impl CudaImage {
+    pub fn load(core: Arc<DeviceCore>, image: &ImageInfo<'_>) -> Result<Self> {
+        let device = core.label();
+        let invalid = |why: String| OffloadError::new(ErrorKind::InvalidImage, format!("{device}: cannot load image: {why}"));
+        let kind = image::classify(image.bytes)
+            .ok_or_else(|| invalid(format!("{} bytes that are neither a CUDA cubin, PTX nor a fatbinary", image.bytes.len())))?;
+        if !image::is_complete(image.bytes, kind) {
+            return Err(invalid(format!("the {} bytes of the image are truncated", image.bytes.len())));
+        }
+        let label = match kind {
+            ImageKind::Cubin { sm } => format!("sm_{sm} cubin"),
+            ImageKind::Ptx { sm: Some(sm) } => format!("sm_{sm} PTX"),
+            ImageKind::Ptx { sm: None } => "PTX".to_string(),
+            ImageKind::Fatbinary => "fatbinary".to_string(),
+        };
+        // The driver reads PTX up to its NUL.
+        let bytes: Cow<'_, [u8]> = match kind {
+            ImageKind::Ptx { .. } if image.bytes.last() != Some(&0) => {
+                let mut owned = image.bytes.to_vec();
+                owned.push(0);
+                Cow::Owned(owned)
+            }
+            _ => Cow::Borrowed(image.bytes),
+        };
+        // SAFETY: `classify` and `is_complete` checked the kind and that the headers' extent
+        // lies within the bytes; PTX is NUL-terminated above.
+        let module = unsafe { Module::load(&core.context, &bytes) }
+            .map_err(|e| e.offload(format!("{device}: cannot load the {label} image"), ErrorKind::InvalidImage))?;
+        diag::debug(format_args!("{device}: loaded a {label} image of {} bytes", image.bytes.len()));
+        let environment = core.environment;
+        let loaded = Self {
+            core,
+            module,
+            label,
+            kernels: Mutex::new(HashMap::new()),
+            published: Mutex::new(Published { environment, table: None }),
+        };
+        loaded.write_global(symbols::DEVICE_ENVIRONMENT, &layout::device_environment_bytes(&environment))?;
+        Ok(loaded)
+    }
+
+    fn device(&self) -> String {
+        self.core.label()
+    }
+
+    /// A global's (address, size), `None` when the image does not define it.
+    fn global(&self, name: &str) -> Result<Option<(CUdeviceptr, usize)>> {
+        match self.module.global(name) {
+            Ok(found) => Ok(Some(found)),
+            Err(e) if e.code == NOT_FOUND => Ok(None),
+            Err(e) => Err(e.offload(format!("{}: looking up global {name}", self.device()), ErrorKind::SymbolNotFound)),
+        }
+    }
+
+    /// Writes `bytes` to global `name` if the image has it (`Ok(false)` when it does not); its
+    /// size must match.
+    fn write_global(&self, name: &str, bytes: &[u8]) -> Result<bool> {
+        let Some((address, size)) = self.global(name)? else {
+            diag::debug(format_args!("{}: the {} image has no {name}; not written", self.device(), self.label));
+            return Ok(false);
+        };
+        if size != bytes.len() {
+            return Err(OffloadError::new(
+                ErrorKind::InvalidImage,
+                format!("{}: global {name} of the {} image has {size} bytes, expected {}", self.device(), self.label, bytes.len()),
+            ));
+        }
+        self.core
+            .upload(address, bytes)
+            .map_err(|e| e.offload(format!("{}: writing {name}", self.device()), ErrorKind::TransferFailed))?;
+        Ok(true)
+    }
+
+    fn read_facts(&self, kernel: &Kernel) -> std::result::Result<KernelFacts, OffloadError> {
+        let device = self.device();
+        let environment_name = format!("{}{}", kernel.name, symbols::KERNEL_ENVIRONMENT_SUFFIX);
+        let config = match self.global(&environment_name)? {
+            Some((address, size)) if size >= layout::KERNEL_ENVIRONMENT_SIZE => {
+                let mut bytes = [0u8; layout::KERNEL_ENVIRONMENT_SIZE];
+                self.core
+                    .download(address, &mut bytes)
+                    .map_err(|e| e.offload(format!("{device}: reading {environment_name}"), ErrorKind::TransferFailed))?;
+                layout::parse_kernel_environment(&bytes).unwrap_or_default()
+            }
+            Some((_, size)) => {
+                return Err(OffloadError::new(
+                    ErrorKind::InvalidImage,
+                    format!("{device}: {environment_name} has {size} bytes, expected {}", layout::KERNEL_ENVIRONMENT_SIZE),
+                ));
+            }
+            None => {
+                // Not an OpenMP kernel (no environment): launched as given, like LLVM's bare mode.
+                diag::debug(format_args!("{device}: kernel {} has no kernel environment; bare launch", kernel.name));
+                ConfigurationEnvironment { exec_mode: exec_mode::BARE, ..Default::default() }
+            }
+        };
+        // SAFETY: the function belongs to this image's module, alive while `self` is.
+        let function_max_threads = unsafe {
+            r::function_attribute(self.core.api(), kernel.function, function_attribute::MAX_THREADS_PER_BLOCK)
+        }
+        .map_err(|e| e.offload(format!("{device}: querying kernel {}", kernel.name), ErrorKind::LaunchFailed))?;
+        Ok(KernelFacts {
+            config,
+            shape: KernelShape {
+                exec_mode: config.exec_mode,
+                min_threads: config.min_threads,
+                max_threads: config.max_threads,
+                function_max_threads: function_max_threads.max(1) as u32,
+            },
+            reduction_bytes: layout::reduction_buffer_bytes(&config),
+        })
+    }
+
+    fn facts(&self, kernel: &Kernel) -> Result<KernelFacts> {
+        kernel.facts.get_or_init(|| self.read_facts(kernel)).clone()
+    }
+
+    /// Opts the function in to `bytes` of dynamic shared memory when above the default limit.
+    fn reserve_dynamic_shared(&self, kernel: &Kernel, bytes: u32) -> Result<()> {
+        if bytes <= DEFAULT_DYNAMIC_SHARED_LIMIT || bytes <= kernel.dynamic_shared_limit.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // SAFETY: the function belongs to this image's module, alive while `self` is.
+        unsafe {
+            r::function_set_attribute(
+                self.core.api(),
+                kernel.function,
+                function_attribute::MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes.min(i32::MAX as u32) as i32,
+            )
+        }
+        .map_err(|e| {
+            e.offload(format!("{}: kernel {} cannot get {bytes} bytes of dynamic shared memory", self.device(), kernel.name), ErrorKind::LaunchFailed)
+        })?;
+        kernel.dynamic_shared_limit.fetch_max(bytes, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+impl LoadedImage for CudaImage {
+    fn symbol(&self, name: &str) -> Option<Symbol> {
+        if let Err(e) = self.core.context.make_current() {
+            diag::debug(format_args!("{}: looking up {name}: {e}", self.device()));
+            return None;
+        }
+        match self.global(name) {
+            Ok(Some((address, size))) => return Some(Symbol { address: address as *mut c_void, size }),
+            Ok(None) => {}
+            Err(e) => {
+                diag::debug(format_args!("{e}"));
+                return None;
+            }
+        }
+        let function = match self.module.function(name) {
+            Ok(f) => f,
+            Err(e) => {
+                diag::debug(format_args!("{}: {name} is neither a global nor a kernel of the {} image: {e}", self.device(), self.label));
+                return None;
+            }
+        };
+        let mut kernels = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        kernels.entry(function as usize).or_insert_with(|| {
+            Arc::new(Kernel {
+                name: name.to_string(),
+                function,
+                facts: OnceLock::new(),
+                dynamic_shared_limit: AtomicU32::new(DEFAULT_DYNAMIC_SHARED_LIMIT),
+            })
+        });
+        Some(Symbol { address: function, size: 0 })
+    }
+
+    unsafe fn launch(&self, kernel: Symbol, args: &[*mut c_void], config: &LaunchConfig) -> Result<()> {
+        let device = self.device();
+        let found = self.kernels.lock().unwrap_or_else(|e| e.into_inner()).get(&(kernel.address as usize)).cloned();
+        let kernel = found.ok_or_else(|| {
+            OffloadError::new(ErrorKind::InvalidArgument, format!("{device}: {:p} is not a kernel of the {} image", kernel.address, self.label))
+        })?;
+        self.core
+            .context
+            .make_current()
+            .map_err(|e| e.offload(format!("{device}: launching {}", kernel.name), ErrorKind::DeviceUnavailable))?;
+        let facts = self.facts(&kernel)?;
+        let Geometry { blocks, threads } = geometry::compute(&self.core.grid, &facts.shape, config);
+        let dynamic_shared_bytes = config.dyn_shared_bytes.max(self.core.environment.dynamic_mem_size);
+        self.reserve_dynamic_shared(&kernel, dynamic_shared_bytes)?;
+
+        // The launch environment: per launch with the teams-reduction buffer, else the shared
+        // zeroed one. `_per_launch` keeps the allocations alive until the kernel finished.
+        let environment_failed = |e: DriverError| {
+            e.offload(format!("{device}: preparing the launch environment of {}", kernel.name), ErrorKind::OutOfMemory)
+        };
+        let mut _per_launch: Vec<DeviceMemory> = Vec::new();
+        let environment = if facts.reduction_bytes > 0 {
+            let buffer = DeviceMemory::new(&self.core.context, facts.reduction_bytes).map_err(environment_failed)?;
+            let env = DeviceMemory::new(&self.core.context, layout::LAUNCH_ENVIRONMENT_SIZE).map_err(environment_failed)?;
+            self.core.upload(env.address(), &layout::launch_environment_bytes(buffer.address())).map_err(environment_failed)?;
+            let address = env.address();
+            _per_launch.push(env);
+            _per_launch.push(buffer);
+            address
+        } else {
+            self.core.idle_launch_environment().map_err(environment_failed)?
+        };
+
+        let mut values: Vec<u64> = Vec::with_capacity(args.len() + 1);
+        values.push(environment);
+        values.extend(args.iter().map(|&a| a as u64));
+        let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
+        if diag::info_enabled(diag::PLUGIN_KERNEL) {
+            diag::info(
+                self.core.global,
+                format_args!(
+                    "Launching kernel {} with [{blocks},1,1] blocks and [{threads},1,1] threads in {} mode",
+                    kernel.name,
+                    geometry::mode_name(facts.config.exec_mode)
+                ),
+            );
+        }
+        let dims = LaunchDims { blocks, threads, dynamic_shared_bytes };
+        self.core
+            .with_stream(|stream| {
+                // SAFETY: the function and stream belong to this device's current context;
+                // `params` holds one pointer per parameter (the launch environment, then one
+                // 64-bit value per argument as clang emits them, guaranteed by the caller), each
+                // alive across the call.
+                unsafe { r::launch_kernel(self.core.api(), kernel.function, dims, stream.handle(), &mut params) }
+            })
+            .map_err(|e| {
+                let what = if e.call == "cuLaunchKernel" { "cannot launch" } else { "failure while running" };
+                e.offload(
+                    format!(
+                        "{device}: {what} kernel {} ({blocks} blocks of {threads} threads, {} mode, {dynamic_shared_bytes} bytes of dynamic shared memory)",
+                        kernel.name,
+                        geometry::mode_name(facts.config.exec_mode)
+                    ),
+                    ErrorKind::LaunchFailed,
+                )
+            })
+    }
+
+    fn set_indirect_table(&self, table: &[FptrMapEntry]) -> Result<()> {
+        let sorted = layout::sorted_table(table);
+        if sorted.is_empty() {
+            return Ok(());
+        }
+        let device = self.device();
+        let bytes = layout::table_bytes(&sorted);
+        let memory = DeviceMemory::new(&self.core.context, bytes.len())
+            .map_err(|e| e.offload(format!("{device}: allocating the indirect-call table"), ErrorKind::OutOfMemory))?;
+        self.core
+            .upload(memory.address(), &bytes)
+            .map_err(|e| e.offload(format!("{device}: uploading the indirect-call table"), ErrorKind::TransferFailed))?;
+        let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
+        published.environment.indirect_call_table = memory.address() as usize;
+        published.environment.indirect_call_table_size = sorted.len() as u64;
+        self.write_global(symbols::DEVICE_ENVIRONMENT, &layout::device_environment_bytes(&published.environment))?;
+        self.write_global(symbols::FPTR_MAP_POINTER, &memory.address().to_le_bytes())?;
+        self.write_global(symbols::FPTR_MAP_SIZE, &(sorted.len() as u64).to_le_bytes())?;
+        diag::debug(format_args!("{device}: indirect-call table of {} entries at {:#x}", sorted.len(), memory.address()));
+        // The previous table (if any) is freed only now that nothing points at it.
+        published.table = Some(memory);
+        Ok(())
+    }
+}
