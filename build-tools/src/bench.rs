@@ -66,6 +66,8 @@ struct Group {
     kind: Kind,
     /// Sources under bench/ (C) or the example's name.
     programs: &'static [&'static str],
+    /// Each program also runs once more per entry with this variable set (its rows say so).
+    also_with: &'static [(&'static str, &'static str)],
 }
 
 const GROUPS: [Group; 6] = [
@@ -74,36 +76,43 @@ const GROUPS: [Group; 6] = [
         title: "1. host overhead per target region (CPU plugin)",
         kind: Kind::Host,
         programs: &["overhead.c"],
+        also_with: &[],
     },
     Group {
         id: "mapping",
         title: "2. mapping at scale (CPU plugin)",
         kind: Kind::Host,
         programs: &["mapping.c"],
+        also_with: &[],
     },
     Group {
         id: "threads",
         title: "3. host threads issuing target regions concurrently (CPU plugin)",
         kind: Kind::Host,
         programs: &["threads.c"],
+        also_with: &[],
     },
     Group {
         id: "nowait",
         title: "4. nowait throughput (CPU plugin)",
         kind: Kind::Host,
         programs: &["nowait.c"],
+        // Without libomp's hidden helper threads the target tasks run on the team's threads.
+        also_with: &[("LIBOMP_USE_HIDDEN_HELPER_TASK", "0")],
     },
     Group {
         id: "indirect",
         title: "5. device-side indirect-call lookup (devicertl host emulation; reference: std binary_search_by_key, not LLVM)",
         kind: Kind::Example,
         programs: &["indirect_bench"],
+        also_with: &[],
     },
     Group {
         id: "gpu",
         title: "6. GPU (NVIDIA sm_90; raw CUDA driver rows are the ceiling)",
         kind: Kind::Gpu,
         programs: &["gpu.c", "gpu_reduce.c"],
+        also_with: &[],
     },
 ];
 
@@ -193,7 +202,7 @@ pub fn run(o: Options) -> Result<i32> {
             check_libraries(&exes[0], &variants)?;
             checked_libraries = true;
         }
-        let (rows, failures) = measure(&exes, &variants, runs, mode, row_filter.as_deref(), &out_dir);
+        let (rows, failures) = measure(&with_env(&exes, group), &variants, runs, mode, row_filter.as_deref(), &out_dir);
         any_failed |= !failures.is_empty();
         print_group(group.title, &variants, &rows, &failures, runs);
     }
@@ -317,9 +326,21 @@ fn build_example(name: &str) -> std::result::Result<PathBuf, String> {
     Ok(at("target/release/examples").join(name))
 }
 
-/// Runs every program `runs` times per variant, alternating the order, and collects the rows.
+/// An executable and the extra environment of one of its runs.
+type Job = (PathBuf, Option<(&'static str, &'static str)>);
+
+/// Every executable as is, then once per `also_with` setting of its group.
+fn with_env(exes: &[PathBuf], group: &Group) -> Vec<Job> {
+    let mut jobs: Vec<Job> = exes.iter().map(|e| (e.clone(), None)).collect();
+    for &setting in group.also_with {
+        jobs.extend(exes.iter().map(|e| (e.clone(), Some(setting))));
+    }
+    jobs
+}
+
+/// Runs every job `runs` times per variant, alternating the order, and collects the rows.
 fn measure(
-    exes: &[PathBuf],
+    jobs: &[Job],
     variants: &[Variant],
     runs: usize,
     mode: &str,
@@ -328,8 +349,11 @@ fn measure(
 ) -> (Vec<Row>, Vec<Failure>) {
     let mut rows: Vec<Row> = Vec::new();
     let mut failures = Vec::new();
-    for exe in exes {
-        let name = exe.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    for (exe, extra) in jobs {
+        let mut name = exe.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        if let Some((k, v)) = extra {
+            name = format!("{name}.{k}={v}");
+        }
         for r in 0..runs {
             let mut order: Vec<usize> = (0..variants.len()).collect();
             if r % 2 == 1 {
@@ -338,7 +362,7 @@ fn measure(
             for column in order {
                 let v = &variants[column];
                 let log = out_dir.join("logs").join(format!("{name}.{}.{r}.log", v.label));
-                match run_once(exe, v, mode, filter, &log) {
+                match run_once(exe, v, *extra, mode, filter, &log) {
                     Ok(stdout) => {
                         for (row, value, unit) in parse_results(&stdout) {
                             let at = match rows.iter().position(|x| x.name == row) {
@@ -363,6 +387,7 @@ fn measure(
 fn run_once(
     exe: &Path,
     v: &Variant,
+    extra: Option<(&str, &str)>,
     mode: &str,
     filter: Option<&str>,
     log: &Path,
@@ -385,6 +410,9 @@ fn run_once(
         .process_group(0);
     if let Some(f) = filter {
         cmd.env("BENCH_FILTER", f);
+    }
+    if let Some((k, val)) = extra {
+        cmd.env(k, val);
     }
     let mut child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
     let start = Instant::now();
@@ -502,7 +530,7 @@ fn gpu_group(
         println!("gpu: {note}");
     }
     let variants = library_variants(llvm);
-    let (rows, failures) = measure(&exes, &variants, runs, mode, filter, out_dir);
+    let (rows, failures) = measure(&with_env(&exes, group), &variants, runs, mode, filter, out_dir);
     print_group(group.title, &variants, &rows, &failures, runs);
     Ok(())
 }
