@@ -105,6 +105,74 @@ pub fn is_complete(bytes: &[u8], kind: ImageKind) -> bool {
     }
 }
 
+/// Names of the symbols an image defines that start with `prefix`: from the ELF symbol tables
+/// of a cubin, from the identifiers of PTX text (fatbinaries: none). The driver API cannot list
+/// globals, and clang-22 names each device constructor (destructor) pointer
+/// `__init_array_object_<...>_<priority>` (`__fini_array_object_...`).
+pub fn symbols_with_prefix(bytes: &[u8], kind: ImageKind, prefix: &str) -> Vec<String> {
+    let mut names = match kind {
+        ImageKind::Cubin { .. } => elf_symbol_names(bytes).unwrap_or_default(),
+        ImageKind::Ptx { .. } => {
+            let text = String::from_utf8_lossy(bytes);
+            let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '.';
+            text.match_indices(prefix)
+                .filter(|(at, _)| !text[..*at].ends_with(is_ident))
+                .map(|(at, _)| text[at..].chars().take_while(|&c| is_ident(c)).collect())
+                .collect()
+        }
+        ImageKind::Fatbinary => Vec::new(),
+    };
+    names.retain(|n| n.starts_with(prefix));
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Every symbol name of a 64-bit little-endian ELF (`None` when the tables are malformed).
+fn elf_symbol_names(bytes: &[u8]) -> Option<Vec<String>> {
+    let u16_at = |o: u64| -> Option<u64> {
+        let o = usize::try_from(o).ok()?;
+        bytes.get(o..o.checked_add(2)?).map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])))
+    };
+    let u32_at = |o: u64| -> Option<u64> {
+        let o = usize::try_from(o).ok()?;
+        bytes.get(o..o.checked_add(4)?).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+    };
+    let u64_at = |o: u64| -> Option<u64> {
+        let o = usize::try_from(o).ok()?;
+        bytes.get(o..o.checked_add(8)?).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+    };
+    const SHT_SYMTAB: u64 = 2;
+    const SYM_SIZE: u64 = 24;
+    let (shoff, shentsize, shnum) = (u64_at(40)?, u16_at(58)?, u16_at(60)?);
+    let section = |i: u64| shoff.checked_add(i.checked_mul(shentsize)?);
+    let mut names = Vec::new();
+    for i in 0..shnum {
+        let header = section(i)?;
+        if u32_at(header + 4)? != SHT_SYMTAB {
+            continue;
+        }
+        let (offset, size, link) = (u64_at(header + 24)?, u64_at(header + 32)?, u32_at(header + 40)?);
+        let strings_header = section(link)?;
+        let (strings, strings_size) = (u64_at(strings_header + 24)?, u64_at(strings_header + 32)?);
+        let table = bytes.get(usize::try_from(strings).ok()?..usize::try_from(strings.checked_add(strings_size)?).ok()?)?;
+        for s in 0..size / SYM_SIZE {
+            let name = u32_at(offset + s * SYM_SIZE)? as usize;
+            let tail = table.get(name..)?;
+            let end = tail.iter().position(|&b| b == 0)?;
+            if end > 0 {
+                names.push(String::from_utf8_lossy(&tail[..end]).into_owned());
+            }
+        }
+    }
+    Some(names)
+}
+
+/// The priority suffix of a constructor or destructor object name (`..._65535` -> 65535).
+pub fn init_priority(name: &str) -> Option<u16> {
+    name.rsplit('_').next()?.parse().ok()
+}
+
 /// What the front needs to select an image that is not inside an `OffloadBinary` (clang-22
 /// points `ImageStart` at the bare cubin): its triple and `sm_XX`.
 pub fn describe(bytes: &[u8]) -> Option<(&'static str, String)> {
@@ -159,7 +227,7 @@ pub fn triple_matches(triple: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A minimal 64-byte ELF header with the given machine, ABI version and flags.
@@ -215,6 +283,73 @@ mod tests {
         fatbin.resize(116, 0);
         assert!(is_complete(&fatbin, ImageKind::Fatbinary));
         assert!(!is_complete(&fatbin[..10], ImageKind::Fatbinary));
+    }
+
+    /// An ELF with a string table and a symbol table naming `names` (what nvlink writes, reduced
+    /// to the parts the reader uses).
+    pub(crate) fn elf_with_symbols(sm: u32, names: &[&str]) -> Vec<u8> {
+        let mut strtab = vec![0u8];
+        let mut offsets = Vec::new();
+        for n in names {
+            offsets.push(strtab.len() as u32);
+            strtab.extend_from_slice(n.as_bytes());
+            strtab.push(0);
+        }
+        let mut symtab = vec![0u8; 24]; // the null symbol
+        for o in offsets {
+            let mut sym = vec![0u8; 24];
+            sym[..4].copy_from_slice(&o.to_le_bytes());
+            symtab.extend_from_slice(&sym);
+        }
+        let mut out = elf(190, 8, sm << 8 | 4);
+        let strtab_at = out.len() as u64;
+        out.extend_from_slice(&strtab);
+        let symtab_at = out.len() as u64;
+        out.extend_from_slice(&symtab);
+        let shoff = out.len() as u64;
+        let mut section = |kind: u32, offset: u64, size: u64, link: u32| {
+            let mut h = vec![0u8; 64];
+            h[4..8].copy_from_slice(&kind.to_le_bytes());
+            h[24..32].copy_from_slice(&offset.to_le_bytes());
+            h[32..40].copy_from_slice(&size.to_le_bytes());
+            h[40..44].copy_from_slice(&link.to_le_bytes());
+            out.extend_from_slice(&h);
+        };
+        section(0, 0, 0, 0);
+        section(3, strtab_at, strtab.len() as u64, 0);
+        section(2, symtab_at, symtab.len() as u64, 1);
+        out[40..48].copy_from_slice(&shoff.to_le_bytes());
+        out[58..60].copy_from_slice(&64u16.to_le_bytes());
+        out[60..62].copy_from_slice(&3u16.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn constructor_objects_are_found_by_name() {
+        let names = ["__init_array_object__GLOBAL__sub_I_a_cpp_65535", "counter", "__init_array_object_b_101", "__fini_array_object_c_7"];
+        let cubin = elf_with_symbols(90, &names);
+        let kind = classify(&cubin).unwrap();
+        assert!(is_complete(&cubin, kind));
+        assert_eq!(
+            symbols_with_prefix(&cubin, kind, "__init_array_object_"),
+            vec!["__init_array_object__GLOBAL__sub_I_a_cpp_65535".to_string(), "__init_array_object_b_101".to_string()]
+        );
+        assert_eq!(symbols_with_prefix(&cubin, kind, "__fini_array_object_"), vec!["__fini_array_object_c_7".to_string()]);
+        let ptx = b".version 8.8\n.target sm_90\n.visible .const .align 8 .u64 __init_array_object__GLOBAL__sub_I_ctor_$_cpp_4bf8_65535 = _GLOBAL__sub_I_ctor_$_cpp;\n";
+        assert_eq!(
+            symbols_with_prefix(ptx, classify(ptx).unwrap(), "__init_array_object_"),
+            vec!["__init_array_object__GLOBAL__sub_I_ctor_$_cpp_4bf8_65535".to_string()]
+        );
+        assert_eq!(init_priority("__init_array_object_b_101"), Some(101));
+        assert_eq!(init_priority("__init_array_object_x"), None);
+        // A symbol table pointing outside the image reads as none, not as a crash.
+        let mut broken = cubin.clone();
+        let shoff = u64::from_le_bytes(cubin[40..48].try_into().unwrap()) as usize;
+        let symtab_offset = shoff + 2 * 64 + 24;
+        broken[symtab_offset..symtab_offset + 8].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+        assert!(symbols_with_prefix(&broken, kind, "__init_array_object_").is_empty());
+        broken.truncate(shoff + 64);
+        assert!(symbols_with_prefix(&broken, kind, "__init_array_object_").is_empty());
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! An image loaded on one GPU: symbol lookup, the device environment, the indirect-call table,
 //! and kernel launches.
 //!
-//! At load the plugin writes `__omp_rtl_device_environment`; `set_indirect_table` uploads the
+//! At load the plugin writes `__omp_rtl_device_environment` and runs the image's C++ global
+//! constructors (clang-22 lowers them for NVPTX to pointers `__init_array_object_<..>_<prio>`
+//! and a kernel `nvptx$device$init` that calls those between `__init_array_start` and `_end`;
+//! the destructors likewise run before the image is unloaded). `set_indirect_table` uploads the
 //! sorted `{host, device}` table and points both the device environment and, when the image has
 //! them, seed 000's `__omp_offloading_fptr_map_p` / `_size` at it. A kernel's
 //! `<name>_kernel_environment` is read at its first launch and decides its geometry.
@@ -26,6 +29,27 @@ use std::sync::{Arc, Mutex, OnceLock};
 const NOT_FOUND: i32 = 500;
 /// Dynamic shared memory a kernel may use without opting in (48 KiB on every GPU since sm_20).
 const DEFAULT_DYNAMIC_SHARED_LIMIT: u32 = 48 * 1024;
+
+/// The names clang-22 gives an image's global constructors (or destructors).
+struct GlobalInitializers {
+    kernel: &'static str,
+    objects: &'static str,
+    start: &'static str,
+    end: &'static str,
+}
+
+const GLOBAL_CTORS: GlobalInitializers = GlobalInitializers {
+    kernel: "nvptx$device$init",
+    objects: "__init_array_object_",
+    start: "__init_array_start",
+    end: "__init_array_end",
+};
+const GLOBAL_DTORS: GlobalInitializers = GlobalInitializers {
+    kernel: "nvptx$device$fini",
+    objects: "__fini_array_object_",
+    start: "__fini_array_start",
+    end: "__fini_array_end",
+};
 
 /// A kernel of the image, looked up by the front through `symbol`.
 struct Kernel {
@@ -60,6 +84,8 @@ pub struct CudaImage {
     module: Module,
     /// "sm_90 cubin" and the like, for messages.
     label: String,
+    /// `__fini_array_object_*` globals, for the destructors run before unloading.
+    destructors: Vec<String>,
     kernels: Mutex<HashMap<usize, Arc<Kernel>>>,
     published: Mutex<Published>,
 }
@@ -98,11 +124,58 @@ impl CudaImage {
             core,
             module,
             label,
+            destructors: image::symbols_with_prefix(image.bytes, kind, GLOBAL_DTORS.objects),
             kernels: Mutex::new(HashMap::new()),
             published: Mutex::new(Published { environment, table: None }),
         };
         loaded.write_global(symbols::DEVICE_ENVIRONMENT, &layout::device_environment_bytes(&environment))?;
+        let constructors = image::symbols_with_prefix(image.bytes, kind, GLOBAL_CTORS.objects);
+        loaded.run_global_initializers(&GLOBAL_CTORS, &constructors)?;
         Ok(loaded)
+    }
+
+    /// Calls the image's global constructors or destructors: their pointers, in priority order,
+    /// go into a device array that the image's `nvptx$device$init` (`fini`) kernel walks.
+    fn run_global_initializers(&self, names: &GlobalInitializers, objects: &[String]) -> Result<()> {
+        if objects.is_empty() {
+            return Ok(());
+        }
+        let device = self.device();
+        let function = match self.module.function(names.kernel) {
+            Ok(f) => f,
+            Err(e) if e.code == NOT_FOUND => {
+                diag::debug(format_args!("{device}: {} objects but no {} kernel; not run", objects.len(), names.kernel));
+                return Ok(());
+            }
+            Err(e) => return Err(e.offload(format!("{device}: looking up {}", names.kernel), ErrorKind::SymbolNotFound)),
+        };
+        let mut ordered: Vec<(u16, &String)> = objects.iter().map(|n| (image::init_priority(n).unwrap_or(u16::MAX), n)).collect();
+        ordered.sort_by_key(|(priority, _)| *priority);
+        let mut pointers = Vec::with_capacity(ordered.len() * 8);
+        for (_, name) in &ordered {
+            let Some((address, size)) = self.global(name)? else { continue };
+            if size != 8 {
+                return Err(OffloadError::new(ErrorKind::InvalidImage, format!("{device}: {name} has {size} bytes, expected a pointer")));
+            }
+            let mut pointer = [0u8; 8];
+            self.core.download(address, &mut pointer).map_err(|e| e.offload(format!("{device}: reading {name}"), ErrorKind::TransferFailed))?;
+            pointers.extend_from_slice(&pointer);
+        }
+        let failed = |e: DriverError| e.offload(format!("{device}: running {} of the {} image", names.kernel, self.label), ErrorKind::LaunchFailed);
+        let array = DeviceMemory::new(&self.core.context, pointers.len()).map_err(failed)?;
+        self.core.upload(array.address(), &pointers).map_err(failed)?;
+        self.write_global(names.start, &array.address().to_le_bytes())?;
+        self.write_global(names.end, &(array.address() + pointers.len() as u64).to_le_bytes())?;
+        let one = LaunchDims { blocks: 1, threads: 1, dynamic_shared_bytes: 0 };
+        self.core
+            .with_stream(|stream| {
+                // SAFETY: the kernel takes no parameters and belongs to this device's current
+                // context; the array it walks lives until after the synchronization.
+                unsafe { r::launch_kernel(self.core.api(), function, one, stream.handle(), &mut []) }
+            })
+            .map_err(failed)?;
+        diag::debug(format_args!("{device}: ran {} global {}", pointers.len() / 8, names.kernel));
+        Ok(())
     }
 
     fn device(&self) -> String {
@@ -327,5 +400,16 @@ impl LoadedImage for CudaImage {
         // The previous table (if any) is freed only now that nothing points at it.
         published.table = Some(memory);
         Ok(())
+    }
+}
+
+impl Drop for CudaImage {
+    fn drop(&mut self) {
+        // Destructors before the module goes; at process exit the driver may already be shut
+        // down, which leaves nothing to do but say so.
+        let destructors = std::mem::take(&mut self.destructors);
+        if let Err(e) = self.run_global_initializers(&GLOBAL_DTORS, &destructors) {
+            diag::debug(format_args!("{e}"));
+        }
     }
 }

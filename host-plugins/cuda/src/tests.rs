@@ -48,6 +48,8 @@ struct Launch {
     params: Vec<u64>,
     /// The launch environment's 16 bytes as the kernel would read them.
     launch_env: Vec<u8>,
+    /// For a kernel without parameters: the pointers between `__init_array_start` and `_end`.
+    init_array: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -374,9 +376,27 @@ unsafe extern "C" fn launch_kernel(
     // SAFETY: the plugin passes one pointer to a u64 per parameter; the kernel takes `params`.
     let values: Vec<u64> = (0..kernel.params).map(|i| unsafe { *(*params.add(i) as *const u64) }).collect();
     let mut launch_env = vec![0u8; 16];
-    // SAFETY: the first parameter is the launch environment, 16 bytes of fake device memory.
-    unsafe { std::ptr::copy_nonoverlapping(values[0] as *const u8, launch_env.as_mut_ptr(), 16) };
-    with(|f| f.launches.push(Launch { kernel: kernel.name, grid: gx, block: bx, shared, params: values, launch_env }));
+    let mut init_array = Vec::new();
+    if let Some(&env) = values.first() {
+        // SAFETY: the first parameter is the launch environment, 16 bytes of fake device memory.
+        unsafe { std::ptr::copy_nonoverlapping(env as *const u8, launch_env.as_mut_ptr(), 16) };
+    } else {
+        let bounds = with(|f| {
+            let m = f.modules.values().find(|m| m.globals.contains_key("__init_array_start"))?;
+            Some((m.globals["__init_array_start"].0, m.globals["__init_array_end"].0))
+        });
+        if let Some((start, end)) = bounds {
+            // SAFETY: the globals are 8-byte fake device memory holding addresses of an array
+            // of u64 the plugin allocated.
+            let (first, last) = unsafe { (*(start as *const u64), *(end as *const u64)) };
+            init_array = (first..last)
+                .step_by(8)
+                // SAFETY: as above: each address lies in that array.
+                .map(|p| unsafe { *(p as *const u64) })
+                .collect();
+        }
+    }
+    with(|f| f.launches.push(Launch { kernel: kernel.name, grid: gx, block: bx, shared, params: values, launch_env, init_array }));
     OK
 }
 
@@ -665,4 +685,35 @@ fn memory_kinds_copies_and_driver_errors() {
     let truncated = &bytes[..40];
     assert_eq!(device.load_image(&image(truncated)).err().map(|e| e.kind), Some(ErrorKind::InvalidImage));
     assert!(device.describe().contains("Fake H100"));
+}
+
+#[test]
+fn global_constructors_run_in_priority_order_at_load() {
+    let _serial = install((9, 0));
+    let names = ["__init_array_object_late_200", "__init_array_object_early_100", "__fini_array_object_gone_100"];
+    with(|f| {
+        f.next_module = ModuleSpec {
+            globals: vec![
+                ("__init_array_object_late_200".into(), 0xbbu64.to_le_bytes().to_vec()),
+                ("__init_array_object_early_100".into(), 0xaau64.to_le_bytes().to_vec()),
+                ("__fini_array_object_gone_100".into(), 0xccu64.to_le_bytes().to_vec()),
+                ("__init_array_start".into(), vec![0; 8]),
+                ("__init_array_end".into(), vec![0; 8]),
+            ],
+            kernels: vec![FakeKernel { name: "nvptx$device$init".into(), params: 0 }],
+        }
+    });
+    let plugin = CudaPlugin::with_api(api());
+    let device = plugin.open_device(0, 0, 1).unwrap();
+    let bytes = crate::image::tests::elf_with_symbols(90, &names);
+    let loaded = device.load_image(&image(&bytes)).unwrap();
+    let launches = with(|f| f.launches.clone());
+    assert_eq!(launches.len(), 1);
+    let l = &launches[0];
+    assert_eq!((l.kernel.as_str(), l.grid, l.block), ("nvptx$device$init", 1, 1));
+    assert_eq!(l.init_array, vec![0xaa, 0xbb], "priority 100 before 200");
+    // The image has no fini kernel: unloading runs nothing and still unloads.
+    drop(loaded);
+    assert_eq!(with(|f| f.launches.len()), 1);
+    assert!(with(|f| f.modules.is_empty()));
 }
