@@ -27,7 +27,8 @@ const ARCH: &str = "sm_90";
 const RUN_SH: &str = r#"#!/usr/bin/env bash
 # Runs the OpenMP corpus compiled for sm_90 against rustomp's libomptarget (lib/), one program
 # at a time, each under OMP_TARGET_OFFLOAD=mandatory unless its header sets another policy.
-# Needs an NVIDIA driver only (no clang, no Rust). Usage: ./run.sh [NAME-SUBSTRING...]
+# Needs an NVIDIA driver, bash, coreutils and glibc >= 2.34 only (no clang, no Rust).
+# Usage: ./run.sh [NAME-SUBSTRING...]
 # Environment: RUSTOMP_GPU_TIMEOUT (seconds per program, default 60).
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
