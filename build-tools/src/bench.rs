@@ -144,7 +144,9 @@ pub fn run(o: Options) -> Result<i32> {
     host::run()?;
     let llvm = Path::new(LLVM_LIBOMPTARGET).is_file();
     if !llvm {
-        println!("bench: {LLVM_LIBOMPTARGET} not found (package liboffload-22): LLVM column left empty");
+        println!(
+            "bench: {LLVM_LIBOMPTARGET} not found (package liboffload-22): LLVM column left empty"
+        );
     }
 
     let out_dir = at("target/bench");
@@ -180,7 +182,15 @@ pub fn run(o: Options) -> Result<i32> {
     for (g, result) in built {
         let group = groups[g];
         if group.kind == Kind::Gpu {
-            gpu_group(group, &out_dir, gpu_present.clone(), llvm, runs, mode, row_filter.as_deref())?;
+            gpu_group(
+                group,
+                &out_dir,
+                gpu_present.clone(),
+                llvm,
+                runs,
+                mode,
+                row_filter.as_deref(),
+            )?;
             continue;
         }
         let exes = match result {
@@ -193,8 +203,16 @@ pub fn run(o: Options) -> Result<i32> {
         };
         let variants = match group.kind {
             Kind::Example => vec![
-                Variant { label: "translate", args: vec!["translate".into()], env: vec![] },
-                Variant { label: "std", args: vec!["std".into()], env: vec![] },
+                Variant {
+                    label: "translate",
+                    args: vec!["translate".into()],
+                    env: vec![],
+                },
+                Variant {
+                    label: "std",
+                    args: vec!["std".into()],
+                    env: vec![],
+                },
             ],
             _ => library_variants(llvm),
         };
@@ -202,7 +220,14 @@ pub fn run(o: Options) -> Result<i32> {
             check_libraries(&exes[0], &variants)?;
             checked_libraries = true;
         }
-        let (rows, failures) = measure(&with_env(&exes, group), &variants, runs, mode, row_filter.as_deref(), &out_dir);
+        let (rows, failures) = measure(
+            &with_env(&exes, group),
+            &variants,
+            runs,
+            mode,
+            row_filter.as_deref(),
+            &out_dir,
+        );
         any_failed |= !failures.is_empty();
         print_group(group.title, &variants, &rows, &failures, runs);
     }
@@ -233,7 +258,11 @@ fn library_variants(llvm: bool) -> Vec<Variant> {
         env: vec![("LD_LIBRARY_PATH".into(), dist_lib().display().to_string())],
     }];
     if llvm {
-        v.push(Variant { label: "LLVM", args: vec![], env: vec![("LD_LIBRARY_PATH".into(), LLVM_LIB.into())] });
+        v.push(Variant {
+            label: "LLVM",
+            args: vec![],
+            env: vec![("LD_LIBRARY_PATH".into(), LLVM_LIB.into())],
+        });
     }
     v
 }
@@ -242,11 +271,22 @@ fn library_variants(llvm: bool) -> Vec<Variant> {
 fn check_libraries(exe: &Path, variants: &[Variant]) -> Result<()> {
     for v in variants {
         let mut cmd = Command::new(exe);
-        cmd.env("LD_TRACE_LOADED_OBJECTS", "1").envs(v.env.iter().map(|(k, val)| (k, val)));
-        let out = cmd.output().map_err(|e| util::Error(format!("cannot run {}: {e}", util::show(exe))))?;
+        cmd.env("LD_TRACE_LOADED_OBJECTS", "1")
+            .envs(v.env.iter().map(|(k, val)| (k, val)));
+        let out = cmd
+            .output()
+            .map_err(|e| util::Error(format!("cannot run {}: {e}", util::show(exe))))?;
         let text = String::from_utf8_lossy(&out.stdout);
-        let line = text.lines().find(|l| l.contains("libomptarget.so")).unwrap_or("(not loaded)").trim();
-        let want = v.env.iter().find(|(k, _)| k == "LD_LIBRARY_PATH").map_or("", |(_, d)| d.as_str());
+        let line = text
+            .lines()
+            .find(|l| l.contains("libomptarget.so"))
+            .unwrap_or("(not loaded)")
+            .trim();
+        let want = v
+            .env
+            .iter()
+            .find(|(k, _)| k == "LD_LIBRARY_PATH")
+            .map_or("", |(_, d)| d.as_str());
         if !line.contains(want) {
             crate::bail!(
                 "{} with {} resolves `{line}`, not a library in {want}: the comparison would be meaningless",
@@ -254,7 +294,13 @@ fn check_libraries(exe: &Path, variants: &[Variant]) -> Result<()> {
                 v.label
             );
         }
-        let path = line.split("=>").nth(1).unwrap_or(line).split(" (").next().unwrap_or(line);
+        let path = line
+            .split("=>")
+            .nth(1)
+            .unwrap_or(line)
+            .split(" (")
+            .next()
+            .unwrap_or(line);
         println!("bench: {:4} -> {}", v.label, path.trim());
     }
     Ok(())
@@ -304,13 +350,22 @@ fn run_logged(cmd: &mut Cmd, log: &Path) -> std::result::Result<(), String> {
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!("compile failed ({}), see {}", first_error(&text), util::show(log)))
+        Err(format!(
+            "compile failed ({}), see {}",
+            first_error(&text),
+            util::show(log)
+        ))
     }
 }
 
 /// The first line of a build log that says `error`, shortened.
 fn first_error(log: &str) -> String {
-    let line = log.lines().skip(1).find(|l| l.contains("error")).unwrap_or("no error line").trim();
+    let line = log
+        .lines()
+        .skip(1)
+        .find(|l| l.contains("error"))
+        .unwrap_or("no error line")
+        .trim();
     let mut s: String = line.chars().take(140).collect();
     if s.len() < line.len() {
         s.push_str("...");
@@ -321,7 +376,8 @@ fn first_error(log: &str) -> String {
 fn build_example(name: &str) -> std::result::Result<PathBuf, String> {
     let log = at("target/bench/logs").join(format!("{name}.build.log"));
     let mut cmd = Cmd::new(util::cargo());
-    cmd.in_root().args(["build", "--release", "-p", "devicertl", "--example", name]);
+    cmd.in_root()
+        .args(["build", "--release", "-p", "devicertl", "--example", name]);
     run_logged(&mut cmd, &log)?;
     Ok(at("target/release/examples").join(name))
 }
@@ -350,7 +406,11 @@ fn measure(
     let mut rows: Vec<Row> = Vec::new();
     let mut failures = Vec::new();
     for (exe, extra) in jobs {
-        let mut name = exe.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let mut name = exe
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         if let Some((k, v)) = extra {
             name = format!("{name}.{k}={v}");
         }
@@ -361,21 +421,31 @@ fn measure(
             }
             for column in order {
                 let v = &variants[column];
-                let log = out_dir.join("logs").join(format!("{name}.{}.{r}.log", v.label));
+                let log = out_dir
+                    .join("logs")
+                    .join(format!("{name}.{}.{r}.log", v.label));
                 match run_once(exe, v, *extra, mode, filter, &log) {
                     Ok(stdout) => {
                         for (row, value, unit) in parse_results(&stdout) {
                             let at = match rows.iter().position(|x| x.name == row) {
                                 Some(i) => i,
                                 None => {
-                                    rows.push(Row { name: row, unit, ..Row::default() });
+                                    rows.push(Row {
+                                        name: row,
+                                        unit,
+                                        ..Row::default()
+                                    });
                                     rows.len() - 1
                                 }
                             };
                             rows[at].values[column].push(value);
                         }
                     }
-                    Err(why) => failures.push(Failure { column, program: name.clone(), why }),
+                    Err(why) => failures.push(Failure {
+                        column,
+                        program: name.clone(),
+                        why,
+                    }),
                 }
             }
         }
@@ -414,7 +484,9 @@ fn run_once(
     if let Some((k, val)) = extra {
         cmd.env(k, val);
     }
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
     let start = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -437,8 +509,15 @@ fn run_once(
         Ok(stdout)
     } else {
         let stderr = std::fs::read_to_string(log).unwrap_or_default();
-        let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("no message");
-        Err(format!("{}: {first} (see {})", util::describe(status), util::show(log)))
+        let first = stderr
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("no message");
+        Err(format!(
+            "{}: {first} (see {})",
+            util::describe(status),
+            util::show(log)
+        ))
     }
 }
 
@@ -504,7 +583,10 @@ fn gpu_group(
             .arg(&helper);
         run_logged(&mut cmd, &out_dir.join("logs/cuda_raw.c.compile.log"))
     } else {
-        Err(format!("no {} (`cargo xtask setup` installs it)", util::show(&include.join("cuda.h"))))
+        Err(format!(
+            "no {} (`cargo xtask setup` installs it)",
+            util::show(&include.join("cuda.h"))
+        ))
     };
     let mut exes = Vec::new();
     let mut compile_notes = Vec::new();
@@ -523,14 +605,28 @@ fn gpu_group(
         Err(why) => compile_notes.push(format!("cuda_raw.c does not build: {why}")),
     }
     if let Err(why) = driver {
-        println!("\n{}: skipped ({why}; {})", group.title, compile_notes.join("; "));
+        println!(
+            "\n{}: skipped ({why}; {})",
+            group.title,
+            compile_notes.join("; ")
+        );
         return Ok(());
     }
-    for note in compile_notes.iter().filter(|n| n.contains("does not build")) {
+    for note in compile_notes
+        .iter()
+        .filter(|n| n.contains("does not build"))
+    {
         println!("gpu: {note}");
     }
     let variants = library_variants(llvm);
-    let (rows, failures) = measure(&with_env(&exes, group), &variants, runs, mode, filter, out_dir);
+    let (rows, failures) = measure(
+        &with_env(&exes, group),
+        &variants,
+        runs,
+        mode,
+        filter,
+        out_dir,
+    );
     print_group(group.title, &variants, &rows, &failures, runs);
     Ok(())
 }
@@ -546,7 +642,11 @@ fn stats(values: &[f64]) -> Option<(f64, f64, f64)> {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    let median = if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) };
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    };
     Some((median, v[0], v[n - 1]))
 }
 
@@ -590,7 +690,11 @@ fn ratio(row: &Row) -> (String, &'static str) {
         return ("-".into(), "");
     }
     let r = a / b;
-    let worse = if lower_is_better(&row.unit) { r } else { 1.0 / r };
+    let worse = if lower_is_better(&row.unit) {
+        r
+    } else {
+        1.0 / r
+    };
     let verdict = if worse > FLAG_MARGIN {
         "slower"
     } else if worse < 1.0 / FLAG_MARGIN {
@@ -614,7 +718,10 @@ fn print_group(title: &str, variants: &[Variant], rows: &[Row], failures: &[Fail
     let hb = format!("{b} median (min-max)");
     let ratio_h = format!("{a}/{b}");
     let ratio_w = ratio_h.len().max(6);
-    println!("  {:name_w$}  {:unit_w$}  {ha:26}  {hb:26}  {ratio_h:>ratio_w$}", "benchmark", "unit");
+    println!(
+        "  {:name_w$}  {:unit_w$}  {ha:26}  {hb:26}  {ratio_h:>ratio_w$}",
+        "benchmark", "unit"
+    );
     for row in rows {
         let (r, verdict) = ratio(row);
         println!(
@@ -632,7 +739,11 @@ fn print_group(title: &str, variants: &[Variant], rows: &[Row], failures: &[Fail
                 "  {}: {} of {} runs failed ({}: {})",
                 v.label,
                 mine.len(),
-                runs * mine.iter().map(|f| &f.program).collect::<std::collections::BTreeSet<_>>().len(),
+                runs * mine
+                    .iter()
+                    .map(|f| &f.program)
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len(),
                 first.program,
                 first.why
             );
@@ -674,7 +785,10 @@ mod tests {
         let out = "noise\nRESULT empty_region 423.5 ns/region\nRESULT bad x y\nRESULT rate 1.5e+06 regions/s\n";
         let got = parse_results(out);
         assert_eq!(got.len(), 2);
-        assert_eq!(got[0], ("empty_region".to_string(), 423.5, "ns/region".to_string()));
+        assert_eq!(
+            got[0],
+            ("empty_region".to_string(), 423.5, "ns/region".to_string())
+        );
         assert_eq!(got[1].1, 1.5e6);
     }
 
@@ -709,7 +823,14 @@ mod tests {
         assert_eq!(ratio(&row("regions/s", 200.0, 100.0)).1, "faster");
         assert_eq!(ratio(&row("GB/s", 100.0, 105.0)).1, "");
         assert_eq!(ratio(&row("ns/region", 1.0, 2.0)).0, "0.50");
-        assert_eq!(ratio(&Row { values: [vec![1.0], vec![]], ..row("ns", 0.0, 0.0) }).0, "-");
+        assert_eq!(
+            ratio(&Row {
+                values: [vec![1.0], vec![]],
+                ..row("ns", 0.0, 0.0)
+            })
+            .0,
+            "-"
+        );
     }
 
     #[test]

@@ -43,7 +43,10 @@ fn table(len: usize, rng: &mut Rng) -> Vec<FptrMapEntry> {
     hosts
         .into_iter()
         .enumerate()
-        .map(|(i, host)| FptrMapEntry { host, device: 0x7f00_0000_0000 + i as u64 * 64 })
+        .map(|(i, host)| FptrMapEntry {
+            host,
+            device: 0x7f00_0000_0000 + i as u64 * 64,
+        })
         .collect()
 }
 
@@ -106,7 +109,10 @@ fn main() {
     for len in [16usize, 1024, 1 << 20] {
         let table = table(len, &mut rng);
         for present in [true, false] {
-            let name = format!("lookup_{len}_{}", if present { "present" } else { "absent" });
+            let name = format!(
+                "lookup_{len}_{}",
+                if present { "present" } else { "absent" }
+            );
             if !name.contains(&filter) {
                 continue;
             }
@@ -124,7 +130,11 @@ fn main() {
                 .collect();
             // The two implementations must agree before either is timed.
             for &k in keys.iter().take(4096) {
-                assert_eq!(translate(&table, k), std_lookup(&table, k), "{name}: key {k:#x}");
+                assert_eq!(
+                    translate(&table, k),
+                    std_lookup(&table, k),
+                    "{name}: key {k:#x}"
+                );
             }
             black_box(pass(which, &table, &keys)); // warm-up
             let rates: Vec<f64> = (0..batches)
