@@ -1,6 +1,6 @@
 // ENV: LIBOMPTARGET_INFO=2
 // EXPECT-STDERR: device 0 info: OpenMP Host-Device pointer mappings table empty
-// Stress: 16 host threads x 300 rounds mixing every kind of mapping on one device:
+// Stress: 16 host threads x 1000 rounds mixing every kind of mapping on one device:
 //  - sections of a shared counter array inside its enter-data mapping (atomics, no copies);
 //  - a shared read-only table mapped per region by every thread at once, so threads race to
 //    create, use and remove the same entry (a user must never see it before its data arrived);
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 #define T 16
-#define ROUNDS 300
+#define ROUNDS 1000
 #define N 4096 // shared counters
 #define LEN 32
 #define W 64   // slice of D per thread
