@@ -88,11 +88,16 @@ impl MapList {
     }
 }
 
-/// One item to map after user-defined mappers were replaced by their components, with the
-/// index of the clause item it came from.
+/// One item to map after user-defined mappers were replaced by their components.
 #[derive(Debug, Clone, Copy)]
 struct Step {
+    /// Index of the clause item it came from.
     origin: usize,
+    /// The list its MEMBER_OF field counts in: the clause (`None`) or the components of the
+    /// mapper of clause item `origin`.
+    list: Option<usize>,
+    /// Its index in that list.
+    index: usize,
     item: MapItem,
 }
 
@@ -104,7 +109,7 @@ fn expand(items: &[MapItem]) -> Vec<Step> {
     let mut steps = Vec::with_capacity(items.len());
     for (origin, item) in items.iter().enumerate() {
         if item.mapper.is_null() {
-            steps.push(Step { origin, item: *item });
+            steps.push(Step { origin, list: None, index: origin, item: *item });
             continue;
         }
         let saved = MAPPER_COMPONENTS.with(|c| std::mem::take(&mut *c.borrow_mut()));
@@ -117,7 +122,12 @@ fn expand(items: &[MapItem]) -> Vec<Step> {
         };
         let components = MAPPER_COMPONENTS.with(|c| std::mem::replace(&mut *c.borrow_mut(), saved));
         debug!("mapper of item {origin} reported {} component(s)", components.len());
-        steps.extend(components.into_iter().map(|c| Step { origin, item: MapItem { mapper: std::ptr::null_mut(), ..c } }));
+        steps.extend(components.into_iter().enumerate().map(|(index, c)| Step {
+            origin,
+            list: Some(origin),
+            index,
+            item: MapItem { mapper: std::ptr::null_mut(), ..c },
+        }));
     }
     steps
 }
@@ -205,12 +215,14 @@ struct Attachment {
 }
 
 /// Maps one item: finds or creates its entry, counts the reference, copies when due.
+/// A new entry's device copy starts `padding` bytes into its allocation.
 /// Returns the device address of `begin`, or `None` for a zero-length item nothing maps.
 fn map_one(
     device: &DeviceState,
     table: &mut MappingTable,
     item: &MapItem,
     update_ref: bool,
+    padding: usize,
     entering: &mut Entering,
 ) -> Result<Option<usize>> {
     let begin = item.begin as usize;
@@ -263,13 +275,14 @@ fn map_one(
             if size == 0 {
                 return Ok(None);
             }
-            let device_begin = device.backend.alloc(size, AllocKind::Device).map_err(|e| {
+            let allocation = device.backend.alloc(size + padding, AllocKind::Device).map_err(|e| {
                 OffloadError::new(
                     e.kind,
                     format!("device {}: cannot map host address {begin:#x} ({size} bytes): {e}", device.id),
                 )
             })? as usize;
-            table.insert_with_base(
+            let device_begin = allocation + padding;
+            table.insert_mapped(
                 MapEntry {
                     host_begin: begin,
                     host_end: begin + size,
@@ -280,6 +293,7 @@ fn map_one(
                     owned: true,
                 },
                 item.base as usize,
+                padding,
             );
             entering.created.push((begin, begin + size));
             info!(diag::infotype::MAPPING_CHANGED, device.id, "mapped host {begin:#x} -> device {device_begin:#x}, {size} bytes");
@@ -292,6 +306,23 @@ fn map_one(
         copy_to(device, table, key, begin, device_address, size)?;
     }
     Ok(Some(device_address))
+}
+
+/// Whether step `n` is the combined entry of a struct mapped member by member: the next item
+/// of its list is a member of it.
+fn is_partial_struct(steps: &[Step], n: usize) -> bool {
+    let step = &steps[n];
+    step.item.kind.member_of().is_none()
+        && steps.get(n + 1).is_some_and(|next| next.list == step.list && next.item.kind.member_of() == Some(step.index))
+}
+
+/// Padding that gives a struct's device copy the alignment its host copy has (up to 16 bytes),
+/// though the mapped part starts after the struct's beginning: members keep their alignment.
+fn alignment_padding(item: &MapItem) -> usize {
+    const MAX_ALIGNMENT: usize = 16;
+    let base = item.base as usize;
+    let alignment = if base == 0 { MAX_ALIGNMENT } else { (1usize << base.trailing_zeros()).min(MAX_ALIGNMENT) };
+    (item.begin as usize) % alignment
 }
 
 /// Performs the attachments whose pointer or pointee this construct mapped anew.
@@ -353,7 +384,7 @@ fn begin_locked(
     mut return_bases: Option<&mut [*mut c_void]>,
 ) -> Result<()> {
     let mut entering = Entering::default();
-    for step in steps {
+    for (n, step) in steps.iter().enumerate() {
         let item = &step.item;
         // Private copies are made at launch; non-contiguous descriptors only mean something
         // to `target update`.
@@ -372,8 +403,8 @@ fn begin_locked(
         let update_ref = item.kind.member_of().is_none();
         if item.kind.contains(MapType::PTR_AND_OBJ) {
             let pointer = pointer_item(item, MapType::OMPX_HOLD | MapType::IMPLICIT | MapType::PRESENT);
-            map_one(device, table, &pointer, update_ref, &mut entering)?;
-            map_one(device, table, item, true, &mut entering)?;
+            map_one(device, table, &pointer, update_ref, 0, &mut entering)?;
+            map_one(device, table, item, true, 0, &mut entering)?;
             // For PTR_AND_OBJ clang's base is the host address of the pointer variable.
             entering.attachments.push(Attachment {
                 pointer: item.base as usize,
@@ -383,7 +414,8 @@ fn begin_locked(
             });
             continue;
         }
-        let device_begin = map_one(device, table, item, update_ref, &mut entering)?;
+        let padding = if is_partial_struct(steps, n) { alignment_padding(item) } else { 0 };
+        let device_begin = map_one(device, table, item, update_ref, padding, &mut entering)?;
         if item.kind.contains(MapType::RETURN_PARAM) {
             let Some(bases) = return_bases.as_deref_mut() else { continue };
             let Some(slot) = bases.get_mut(step.origin) else { continue };
@@ -440,7 +472,7 @@ fn unmap_one(device: &DeviceState, table: &mut MappingTable, item: &MapItem, upd
     if !removable {
         return Ok(None);
     }
-    let entry = table.remove(key).expect("looked up");
+    let (entry, allocation) = table.remove_with_allocation(key).expect("looked up");
     info!(
         diag::infotype::MAPPING_CHANGED,
         device.id,
@@ -448,7 +480,7 @@ fn unmap_one(device: &DeviceState, table: &mut MappingTable, item: &MapItem, upd
         entry.host_begin,
         entry.host_end - entry.host_begin
     );
-    Ok(entry.owned.then_some(entry.device_begin))
+    Ok(entry.owned.then_some(allocation))
 }
 
 /// End of `target data` / `target exit data` / a `target` construct.

@@ -74,6 +74,8 @@ pub enum Lookup {
 struct Record {
     entry: MapEntry,
     host_base: usize,
+    /// Bytes the device allocation starts before `entry.device_begin` (alignment padding).
+    padding: usize,
     shadows: Vec<ShadowPointer>,
 }
 
@@ -143,17 +145,27 @@ impl MappingTable {
     /// Adds an entry whose base is its own begin (globals, associated pointers).
     pub fn insert(&mut self, entry: MapEntry) {
         let host_base = entry.host_begin;
-        self.insert_with_base(entry, host_base);
+        self.insert_mapped(entry, host_base, 0);
     }
 
-    /// Adds an entry created for a list item whose base address is `host_base`.
-    pub fn insert_with_base(&mut self, entry: MapEntry, host_base: usize) {
-        self.records.insert(entry.host_begin, Record { entry, host_base, shadows: Vec::new() });
+    /// Adds an entry created for a list item whose base address is `host_base`; its device
+    /// allocation starts `padding` bytes before `entry.device_begin`.
+    pub fn insert_mapped(&mut self, entry: MapEntry, host_base: usize, padding: usize) {
+        self.records.insert(entry.host_begin, Record { entry, host_base, padding, shadows: Vec::new() });
     }
 
     /// Removes an entry together with its attached pointers.
     pub fn remove(&mut self, key: usize) -> Option<MapEntry> {
-        self.records.remove(&key).map(|r| r.entry)
+        self.remove_with_allocation(key).map(|(entry, _)| entry)
+    }
+
+    /// Removes an entry together with its attached pointers; also returns where its device
+    /// allocation starts.
+    pub fn remove_with_allocation(&mut self, key: usize) -> Option<(MapEntry, usize)> {
+        self.records.remove(&key).map(|r| {
+            let allocation = r.entry.device_begin - r.padding;
+            (r.entry, allocation)
+        })
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &MapEntry> {
@@ -232,7 +244,7 @@ mod tests {
     fn zero_length_lookups_reach_back_to_the_base() {
         // `q[3:2]` with q = 1000 and rows of 80 bytes: entry [1240, 1400), base 1000.
         let mut table = MappingTable::new();
-        table.insert_with_base(entry(1240, 1400), 1000);
+        table.insert_mapped(entry(1240, 1400), 1000, 0);
         assert_eq!(table.lookup(1000, 0), Lookup::Contained(1240));
         assert_eq!(table.find(1000, 0).map(|e| e.device_address(1000)), Some(1000 + 0x1000_0000));
         assert_eq!(table.lookup(999, 0), Lookup::Absent);
@@ -272,6 +284,14 @@ mod tests {
         table.remove(100);
         table.insert(entry(100, 200));
         assert!(table.shadows_within(100, 100, 100).is_empty());
+    }
+
+    #[test]
+    fn removal_reports_the_padded_allocation() {
+        let mut table = MappingTable::new();
+        table.insert_mapped(entry(108, 200), 100, 8);
+        assert_eq!(table.remove_with_allocation(108), Some((entry(108, 200), 108 + 0x1000_0000 - 8)));
+        assert!(table.is_empty());
     }
 
     #[test]
