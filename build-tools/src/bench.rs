@@ -151,6 +151,9 @@ pub fn run(o: Options) -> Result<i32> {
 
     let out_dir = at("target/bench");
     util::mkdirs(&out_dir.join("logs"))?;
+    // Another build in the same tree may install a new library while we measure.
+    let ours = dist_lib().join("libomptarget.so.22.1");
+    let installed = util::mtime(&ours);
 
     // Build everything first, one compile at a time, then measure.
     util::step("bench: compile the benchmark programs");
@@ -230,6 +233,12 @@ pub fn run(o: Options) -> Result<i32> {
         );
         any_failed |= !failures.is_empty();
         print_group(group.title, &variants, &rows, &failures, runs);
+    }
+    if util::mtime(&ours) != installed {
+        println!(
+            "\nbench: WARNING: {} was replaced while the benchmarks ran (another build in this tree?): the ours column mixes two builds",
+            util::show(&ours)
+        );
     }
     println!("\nbench: done in {:.0} s", started.elapsed().as_secs_f64());
     Ok(if any_failed { 1 } else { 0 })
