@@ -8,23 +8,23 @@ use rustomp_abi::FptrMapEntry;
 
 /// The device address for `host`, or `host` itself when the table does not hold it.
 ///
-/// `table` must be sorted by `host` (the plugin sorts it). Terminates for any input: the
-/// search interval shrinks on every step.
+/// `table` must be sorted by `host` (the plugin sorts it). A lower-bound search with a fixed
+/// number of halving steps and no data-dependent branch (GPU lanes stay converged, CPUs do not
+/// mispredict); it terminates for any input.
 pub fn translate(table: &[FptrMapEntry], host: u64) -> u64 {
-    let (mut low, mut high) = (0usize, table.len());
-    while low < high {
-        let mid = low + (high - low) / 2;
-        let key = table[mid].host;
-        if key == host {
-            return table[mid].device;
-        }
-        if key < host {
-            low = mid + 1;
-        } else {
-            high = mid;
-        }
+    if table.is_empty() {
+        return host;
     }
-    host
+    let mut base = 0usize;
+    let mut len = table.len();
+    while len > 1 {
+        let half = len / 2;
+        // Stay at `base` while the probe is already past `host`, else move to the probe.
+        base = core::hint::select_unpredictable(table[base + half].host > host, base, base + half);
+        len -= half;
+    }
+    let entry = table[base];
+    if entry.host == host { entry.device } else { host }
 }
 
 /// The table the plugin published: the device environment's fields, else seed 000's globals.
