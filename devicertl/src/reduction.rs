@@ -188,14 +188,14 @@ pub unsafe extern "C" fn __kmpc_nvptx_teams_reduce_nowait_v2(
         let arrival = deposited
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(if n >= slots - 1 { 0 } else { n + 1 }))
             .unwrap_or_else(|n| n);
-        team.scratch[0].store(base as u64, Ordering::Relaxed);
-        team.scratch[1].store(arrival as u64, Ordering::Relaxed);
+        team.scratch[state::SCRATCH_REDUCTION_BASE].store(base as u64, Ordering::Relaxed);
+        team.scratch[state::SCRATCH_REDUCTION_ARRIVAL].store(arrival as u64, Ordering::Relaxed);
     }
     if spmd {
         arch::team_barrier();
     }
-    let base = team.scratch[0].load(Ordering::Relaxed) as u32;
-    let arrival = team.scratch[1].load(Ordering::Relaxed) as u32;
+    let base = team.scratch[state::SCRATCH_REDUCTION_BASE].load(Ordering::Relaxed) as u32;
+    let arrival = team.scratch[state::SCRATCH_REDUCTION_ARRIVAL].load(Ordering::Relaxed) as u32;
     if spmd {
         // Nobody may overwrite the scratch words before everyone read them.
         arch::team_barrier();

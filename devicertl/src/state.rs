@@ -23,6 +23,11 @@ pub const LEVEL_MASK: u8 = 0x3f;
 /// The thread's outermost region is the team-wide one (its thread number is its id).
 pub const IN_TEAM_REGION: u8 = 0x80;
 
+/// `scratch` words: the teams reduction's chunk base and arrival number, copyprivate's source.
+pub const SCRATCH_REDUCTION_BASE: usize = 0;
+pub const SCRATCH_REDUCTION_ARRIVAL: usize = 1;
+pub const SCRATCH_COPYPRIVATE: usize = 2;
+
 #[repr(C)]
 pub struct TeamState {
     pub exec_mode: AtomicU32,
@@ -39,7 +44,7 @@ pub struct TeamState {
     pub barrier_generation: AtomicU32,
     /// Dynamic loop schedule shared by the threads of a region.
     pub dispatch: crate::workshare::DispatchState,
-    /// Generic-mode reduction and misc scratch (one word per warp).
+    /// Words one thread publishes to the others of its team (indices below).
     pub scratch: [AtomicU64; 32],
     pub shared_args_slots: [AtomicPtr<c_void>; SHARED_ARG_SLOTS],
     pub thread_flags: [AtomicU8; MAX_TEAM_THREADS],

@@ -28,11 +28,45 @@ pub fn region_barrier(count: u32) {
     }
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_barrier(_ident: *const c_void, _gtid: i32) {
+/// Threads that meet at a barrier of the current region.
+fn current_region_threads() -> u32 {
     let view = state::thread_view();
     // Outside any parallel region an SPMD kernel runs its team-level code on every thread.
-    let count = if view.level == 0 && state::is_spmd() { arch::num_threads_in_block() } else { view.num_threads };
+    if view.level == 0 && state::is_spmd() { arch::num_threads_in_block() } else { view.num_threads }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_barrier(_ident: *const c_void, _gtid: i32) {
+    region_barrier(current_region_threads());
+}
+
+/// `single copyprivate(...)`: the thread that ran the `single` block publishes its variables,
+/// every other thread of the region copies them with the compiler's `copy(dst, src)`.
+///
+/// # Safety
+/// Arguments as clang-22 emits them; every thread of the region calls it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_copyprivate(
+    _ident: *const c_void,
+    _gtid: i32,
+    _bytes: usize,
+    data: *mut c_void,
+    copy: unsafe extern "C" fn(dst: *mut c_void, src: *mut c_void),
+    did_it: i32,
+) {
+    let count = current_region_threads();
+    if count <= 1 {
+        return;
+    }
+    let published = &state::team().scratch[state::SCRATCH_COPYPRIVATE];
+    if did_it != 0 {
+        published.store(data as u64, Ordering::Relaxed);
+    }
+    region_barrier(count);
+    if did_it == 0 {
+        // SAFETY: compiler callback; the source stays live until the barrier below.
+        unsafe { copy(data, published.load(Ordering::Relaxed) as *mut c_void) };
+    }
     region_barrier(count);
 }
 #[unsafe(no_mangle)]

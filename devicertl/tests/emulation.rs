@@ -158,3 +158,34 @@ fn shared_stack_nests_and_falls_back_to_the_heap() {
         nested_allocations(&[16, 4096, 32]);
     });
 }
+
+unsafe extern "C" fn copy_u64(dst: *mut c_void, src: *mut c_void) {
+    // SAFETY: both point at a thread's `u64` (the test's copyprivate variable).
+    unsafe { *(dst as *mut u64) = *(src as *const u64) };
+}
+
+#[test]
+fn copyprivate_broadcasts_the_single_threads_value() {
+    use devicertl::sync::{__kmpc_copyprivate, __kmpc_end_single, __kmpc_single};
+    let agreed = Mutex::new(Vec::new());
+    let body = || {
+        for round in 0..5u64 {
+            let mut value = 0u64;
+            let did_it = __kmpc_single(core::ptr::null(), 0);
+            if did_it != 0 {
+                value = 1000 * block_id() as u64 + round + 1;
+                __kmpc_end_single(core::ptr::null(), 0);
+            }
+            // SAFETY: `value` is this thread's variable; `copy_u64` copies one u64.
+            unsafe {
+                __kmpc_copyprivate(core::ptr::null(), 0, 8, &mut value as *mut u64 as *mut c_void, copy_u64, did_it)
+            };
+            agreed.lock().unwrap().push((block_id(), round, value));
+        }
+    };
+    spmd_kernel(2, 24, 8, no_launch_env(), || parallel(true, 0, &body));
+    generic_kernel(1, 40, 8, no_launch_env(), false, || parallel(true, 0, &body));
+    for (team, round, value) in agreed.into_inner().unwrap() {
+        assert_eq!(value, 1000 * team as u64 + round + 1);
+    }
+}
