@@ -1,4 +1,4 @@
-// ENV: LIBOMPTARGET_INFO=2
+// ENV: LIBOMPTARGET_INFO=4
 // EXPECT-STDERR: device 0 info: OpenMP Host-Device pointer mappings table empty
 // Stress: 16 host threads x 1000 rounds mixing every kind of mapping on one device:
 //  - sections of a shared counter array inside its enter-data mapping (atomics, no copies);
@@ -8,7 +8,7 @@
 //  - enter/exit data of a per-thread buffer, with regions on sections of it both while it is
 //    entered (no copies) and while it is not (each region copies its own section).
 // Every result is checked exactly, and at the end nothing may remain mapped (checked here with
-// omp_target_is_present, and by the runtime's table dump at exit, LIBOMPTARGET_INFO=2).
+// omp_target_is_present, and by the runtime's table dump at exit, LIBOMPTARGET_INFO=4).
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>

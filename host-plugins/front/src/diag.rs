@@ -5,13 +5,18 @@ use rustomp_abi::Ident;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// `LIBOMPTARGET_INFO` bits (LLVM's `OMP_INFOTYPE_*`).
+/// `LIBOMPTARGET_INFO` bits, LLVM's `OMP_INFOTYPE_*` values.
 pub mod infotype {
-    pub const LOAD_BINARY: u32 = 0x1;
-    pub const DUMP_TABLE: u32 = 0x2;
-    pub const KERNEL_ARGS: u32 = 0x4;
-    pub const MAPPING_EXISTS: u32 = 0x8;
-    pub const MAPPING_CHANGED: u32 = 0x10;
+    /// Each launch: kernel, argument count, geometry, location.
+    pub const KERNEL_ARGS: u32 = 0x1;
+    /// A map clause found its data already present.
+    pub const MAPPING_EXISTS: u32 = 0x2;
+    /// The mapping table when a device is torn down.
+    pub const DUMP_TABLE: u32 = 0x4;
+    /// An entry was created or removed.
+    pub const MAPPING_CHANGED: u32 = 0x8;
+    /// Plugin-level events: images loaded, plugins without devices and why.
+    pub const PLUGIN: u32 = 0x10;
 }
 
 static INFO: AtomicU32 = AtomicU32::new(0);
@@ -60,25 +65,35 @@ macro_rules! debug {
 }
 pub(crate) use {debug, info};
 
-/// `file:line:column` (and function) of a construct, or "unknown location".
-pub fn location(ident: *const Ident) -> String {
-    if ident.is_null() {
-        return "unknown location".into();
-    }
-    // SAFETY: clang passes a valid ident_t whose psource is null or a NUL-terminated string.
-    let psource = unsafe { (*ident).psource };
-    if psource.is_null() {
-        return "unknown location".into();
-    }
-    // SAFETY: as above.
-    let text = unsafe { CStr::from_ptr(psource) }.to_string_lossy();
-    // ";file;function;line;column;;"
-    let parts: Vec<&str> = text.split(';').collect();
-    match parts.as_slice() {
-        [_, file, function, line, column, ..] if *file != "unknown" => {
-            format!("{file}:{line}:{column} in {function}")
+/// A construct's source location, formatted (`file:line:column in function`, or "unknown
+/// location") only when a message prints it: every construct carries one, few report it.
+#[derive(Clone, Copy)]
+pub struct Location(*const Ident);
+
+pub fn location(ident: *const Ident) -> Location {
+    Location(ident)
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_null() {
+            return f.write_str("unknown location");
         }
-        _ => "unknown location".into(),
+        // SAFETY: clang passes a valid ident_t whose psource is null or a NUL-terminated string.
+        let psource = unsafe { (*self.0).psource };
+        if psource.is_null() {
+            return f.write_str("unknown location");
+        }
+        // SAFETY: as above.
+        let text = unsafe { CStr::from_ptr(psource) }.to_string_lossy();
+        // ";file;function;line;column;;"
+        let mut parts = text.split(';').skip(1);
+        match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some(file), Some(function), Some(line), Some(column)) if file != "unknown" => {
+                write!(f, "{file}:{line}:{column} in {function}")
+            }
+            _ => f.write_str("unknown location"),
+        }
     }
 }
 

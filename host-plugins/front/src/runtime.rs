@@ -66,6 +66,9 @@ struct RawImage {
 // whole registration, and are only read.
 unsafe impl Send for Library {}
 
+/// A target region's kernel on one device: its image, entry point and name.
+pub type BoundKernel = (Arc<dyn LoadedImage>, Symbol, Arc<str>);
+
 pub struct DeviceState {
     pub id: usize,
     pub backend: Box<dyn Device>,
@@ -77,7 +80,7 @@ pub struct DeviceState {
 #[derive(Default)]
 struct DeviceImages {
     per_library: Vec<LoadedLibrary>,
-    kernels: HashMap<usize, (Arc<dyn LoadedImage>, Symbol, String)>,
+    kernels: HashMap<usize, BoundKernel>,
 }
 
 struct LoadedLibrary {
@@ -94,7 +97,7 @@ impl DeviceState {
     }
 
     /// The kernel clang registered under host address `region_id`.
-    pub fn kernel(&self, region_id: usize) -> Option<(Arc<dyn LoadedImage>, Symbol, String)> {
+    pub fn kernel(&self, region_id: usize) -> Option<BoundKernel> {
         let images = self.images.lock().unwrap_or_else(|e| e.into_inner());
         images.kernels.get(&region_id).cloned()
     }
@@ -174,7 +177,7 @@ impl Runtime {
                 let count = plugin.number_of_devices();
                 if count == 0 {
                     let why = plugin.unavailable_reason().unwrap_or_else(|| "it has no devices".into());
-                    info!(diag::infotype::LOAD_BINARY, "-", "plugin {} has no devices: {why}", plugin.name());
+                    info!(diag::infotype::PLUGIN, "-", "plugin {} has no devices: {why}", plugin.name());
                     reasons.push(format!("{} plugin: {why}", plugin.name()));
                     continue;
                 }
@@ -197,7 +200,7 @@ impl Runtime {
                     reasons.push(format!("no plugin runs {} images", raw.triple));
                 }
                 let message = format!("image {i} ({}) of the registered program: {}", raw.describe(), reasons.join("; "));
-                info!(diag::infotype::LOAD_BINARY, "-", "{message}");
+                info!(diag::infotype::PLUGIN, "-", "{message}");
                 self.unserved.lock().unwrap_or_else(|e| e.into_inner()).push(message);
             }
         }
@@ -316,7 +319,7 @@ impl Runtime {
             let Some(raw) = candidate else {
                 let found: Vec<String> = library.images.iter().map(RawImage::describe).collect();
                 info!(
-                    diag::infotype::LOAD_BINARY,
+                    diag::infotype::PLUGIN,
                     state.id,
                     "no image for this device ({} plugin) among [{}]",
                     plugin.name(),
@@ -325,7 +328,7 @@ impl Runtime {
                 continue;
             };
             let image: Arc<dyn LoadedImage> = Arc::from(state.backend.load_image(&raw.info())?);
-            info!(diag::infotype::LOAD_BINARY, state.id, "loaded image for {} ({} bytes)", raw.describe(), raw.len);
+            info!(diag::infotype::PLUGIN, state.id, "loaded image for {} ({} bytes)", raw.describe(), raw.len);
             let loaded = self.bind_entries(state, &mut images, library, image)?;
             images.per_library.push(loaded);
         }
@@ -378,7 +381,7 @@ impl Runtime {
                 } else if flags.contains(EntryFlags::CTOR_OR_ENTER) {
                     constructors.push(symbol);
                 } else {
-                    images.kernels.insert(entry.address as usize, (image.clone(), symbol, name));
+                    images.kernels.insert(entry.address as usize, (image.clone(), symbol, name.into()));
                     loaded.kernels.push(entry.address as usize);
                 }
             } else {

@@ -31,7 +31,7 @@ pub fn default_device() -> i64 {
 }
 
 /// The device a construct runs on, or why not. `None` means "the host" (fallback).
-pub fn resolve(device_id: i64, loc: &str) -> Option<Arc<DeviceState>> {
+pub fn resolve(device_id: i64, loc: &diag::Location) -> Option<Arc<DeviceState>> {
     let rt = runtime();
     let id = if device_id == rustomp_abi::device_id::UNDEFINED { default_device() } else { device_id };
     if rt.policy == Policy::Disabled {
@@ -66,7 +66,7 @@ pub fn failed(message: &str) {
     diag::error(message);
 }
 
-fn report(result: Result<()>, loc: &str) -> i32 {
+fn report(result: Result<()>, loc: &diag::Location) -> i32 {
     match result {
         Ok(()) => OFFLOAD_SUCCESS,
         Err(e) => {
@@ -80,7 +80,7 @@ fn report(result: Result<()>, loc: &str) -> i32 {
     }
 }
 
-pub fn location(ident: *const Ident) -> String {
+pub fn location(ident: *const Ident) -> diag::Location {
     diag::location(ident)
 }
 

@@ -53,13 +53,17 @@ unsafe extern "C" {
 /// `function` takes exactly `values.len()` 64-bit integer or pointer parameters and returns
 /// nothing; the values are valid for it.
 pub unsafe fn call_with_u64_args(function: *const c_void, values: &[u64]) {
-    let mut padded = values.to_vec();
-    if padded.len() < 6 {
-        padded.resize(6, 0);
-    }
-    // SAFETY: `padded` holds at least six values (the registers are always loaded) and
-    // `values.len()` meaningful ones; the caller guarantees the signature.
-    unsafe { rustomp_call_u64_args(function, padded.as_ptr(), values.len()) }
+    // The trampoline always loads six registers' worth of values.
+    let mut padded = [0u64; 6];
+    let array = if values.len() >= padded.len() {
+        values
+    } else {
+        padded[..values.len()].copy_from_slice(values);
+        &padded[..]
+    };
+    // SAFETY: `array` holds at least six values and `values.len()` meaningful ones; the
+    // caller guarantees the signature.
+    unsafe { rustomp_call_u64_args(function, array.as_ptr(), values.len()) }
 }
 
 #[cfg(test)]

@@ -224,9 +224,20 @@ impl LoadedImage for HostImage {
             reduction_iter_cnt: 0,
             reduction_buffer: std::ptr::null_mut(),
         };
-        let mut values: Vec<u64> = Vec::with_capacity(args.len() + 1);
-        values.push(&mut launch_env as *mut KernelLaunchEnvironment as u64);
-        values.extend(args.iter().map(|&a| a as u64));
+        // Most regions have few arguments: keep them on the stack.
+        const INLINE: usize = 16;
+        let mut inline = [0u64; INLINE];
+        let mut spilled = Vec::new();
+        let values: &mut [u64] = if args.len() < INLINE {
+            &mut inline[..args.len() + 1]
+        } else {
+            spilled.resize(args.len() + 1, 0);
+            &mut spilled
+        };
+        values[0] = &mut launch_env as *mut KernelLaunchEnvironment as u64;
+        for (slot, &arg) in values[1..].iter_mut().zip(args) {
+            *slot = arg as u64;
+        }
         if kernel.address.is_null() {
             return Err(OffloadError::new(
                 ErrorKind::LaunchFailed,
@@ -235,7 +246,7 @@ impl LoadedImage for HostImage {
         }
         // SAFETY: the caller guarantees the kernel takes these values; `call` passes them per
         // the SysV calling convention.
-        unsafe { call::call_with_u64_args(kernel.address, &values) };
+        unsafe { call::call_with_u64_args(kernel.address, values) };
         Ok(())
     }
 
