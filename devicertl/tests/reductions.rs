@@ -283,9 +283,17 @@ fn parallel_reduction_if_false_is_one_thread() {
     assert_eq!(winners.load(Relaxed), 1);
 }
 
-/// `#pragma omp target teams distribute parallel for reduction(...)` as an SPMD kernel: a
-/// parallel reduction into each thread's team copy, then the teams reduction.
-fn check_teams_spmd(teams: u32, threads: u32, warp: u32, slots: u32) {
+#[derive(Clone, Copy)]
+enum Kernel {
+    Spmd,
+    Generic { compiler_state_machine: bool },
+}
+
+/// `#pragma omp target teams distribute parallel for reduction(...)`: a parallel reduction into
+/// the team's copy, then the teams reduction. SPMD: every thread has its own team copy and takes
+/// part in the teams reduction. Generic: the workers reduce, the main thread holds the team
+/// copy and takes part in the teams reduction alone.
+fn check_teams(kernel: Kernel, teams: u32, threads: u32, warp: u32, slots: u32) {
     let medium = Medium::new(teams);
     let buffer = TeamsBuffer::new(slots);
     let mut launch_env = KernelLaunchEnvironment {
@@ -294,24 +302,38 @@ fn check_teams_spmd(teams: u32, threads: u32, warp: u32, slots: u32) {
         reduction_buffer: &buffer as *const TeamsBuffer as *mut c_void,
     };
     let winners = Mutex::new(Vec::new());
-    spmd_kernel(teams, threads, warp, Shared(&mut launch_env), || {
+    // Generic kernels keep the main thread's warp out of parallel regions.
+    let region_threads = if let Kernel::Spmd = kernel { threads } else { threads - warp };
+    let team_body = || {
         let mut team_copy = IDENTITY;
         let team_copy_ptr = Shared(&mut team_copy as *mut Vars);
         parallel(true, 0, &|| {
+            assert_eq!(omp_get_num_threads() as u32, region_threads);
             let mut mine = Vars::of(block_id(), omp_get_thread_num() as u32);
             if parallel_reduce(&mut mine, &medium) {
-                // SAFETY: this thread's own team copy (SPMD: one per thread).
+                // SAFETY: only the winning thread writes its team copy, which outlives the region.
                 unsafe { (*team_copy_ptr.get()).combine(mine) };
             }
         });
         if teams_reduce(&mut team_copy, &medium, slots) {
             winners.lock().unwrap().push(team_copy);
         }
-    });
+    };
+    let env = Shared(&mut launch_env as *mut KernelLaunchEnvironment);
+    match kernel {
+        Kernel::Spmd => spmd_kernel(teams, threads, warp, env, team_body),
+        Kernel::Generic { compiler_state_machine } => {
+            generic_kernel(teams, threads, warp, env, compiler_state_machine, team_body)
+        }
+    }
     let winners = winners.into_inner().unwrap();
     assert_eq!(winners.len(), 1, "exactly one thread finishes the teams reduction");
-    assert_eq!(winners[0], expected(teams, threads), "{teams} teams x {threads}, warp {warp}, {slots} slots");
+    assert_eq!(winners[0], expected(teams, region_threads), "{teams} teams x {threads}, warp {warp}, {slots} slots");
     assert_eq!((launch_env.reduction_cnt, launch_env.reduction_iter_cnt), (0, 0), "counters reset for the next launch");
+}
+
+fn check_teams_spmd(teams: u32, threads: u32, warp: u32, slots: u32) {
+    check_teams(Kernel::Spmd, teams, threads, warp, slots);
 }
 
 #[test]
@@ -336,42 +358,9 @@ fn teams_reduction_spmd_more_slots_in_use_than_threads() {
     check_teams_spmd(20, 8, 4, 1024);
 }
 
-/// A generic kernel (`target teams` + `parallel for reduction` in the team's main thread):
-/// the workers reduce, the main thread takes part in the teams reduction alone.
-fn check_teams_generic(teams: u32, threads: u32, warp: u32, slots: u32, compiler_state_machine: bool) {
-    let medium = Medium::new(teams);
-    let buffer = TeamsBuffer::new(slots);
-    let mut launch_env = KernelLaunchEnvironment {
-        reduction_cnt: 0,
-        reduction_iter_cnt: 0,
-        reduction_buffer: &buffer as *const TeamsBuffer as *mut c_void,
-    };
-    let winners = Mutex::new(Vec::new());
-    let region_threads = threads - warp; // the main thread's warp stays out
-    generic_kernel(teams, threads, warp, Shared(&mut launch_env), compiler_state_machine, || {
-        let mut team_copy = IDENTITY;
-        let team_copy_ptr = Shared(&mut team_copy as *mut Vars);
-        parallel(true, 0, &|| {
-            assert_eq!(omp_get_num_threads() as u32, region_threads);
-            let mut mine = Vars::of(block_id(), omp_get_thread_num() as u32);
-            if parallel_reduce(&mut mine, &medium) {
-                // SAFETY: only the winning thread writes the main thread's variable, and the
-                // main thread waits for the region to end.
-                unsafe { (*team_copy_ptr.get()).combine(mine) };
-            }
-        });
-        if teams_reduce(&mut team_copy, &medium, slots) {
-            winners.lock().unwrap().push(team_copy);
-        }
-    });
-    let winners = winners.into_inner().unwrap();
-    assert_eq!(winners.len(), 1);
-    assert_eq!(winners[0], expected(teams, region_threads));
-}
-
 #[test]
 fn teams_reduction_generic() {
-    check_teams_generic(3, 64, 32, 1024, false);
-    check_teams_generic(6, 24, 8, 4, false);
-    check_teams_generic(4, 24, 8, 2, true);
+    check_teams(Kernel::Generic { compiler_state_machine: false }, 3, 64, 32, 1024);
+    check_teams(Kernel::Generic { compiler_state_machine: false }, 6, 24, 8, 4);
+    check_teams(Kernel::Generic { compiler_state_machine: true }, 4, 24, 8, 2);
 }
