@@ -8,35 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-struct offload_entry {
-  uint64_t reserved;
-  uint16_t version, kind;
-  uint32_t flags;
-  void *address;
-  const char *symbol_name;
-  uint64_t size, data;
-  void *aux;
-};
-struct device_image {
-  void *start, *end;
-  struct offload_entry *entries_begin, *entries_end;
-};
-struct bin_desc {
-  int32_t num_images;
-  struct device_image *images;
-  struct offload_entry *entries_begin, *entries_end;
-};
-struct kernel_args {
-  uint32_t version, num_args;
-  void **bases, **begins;
-  int64_t *sizes, *types;
-  void **names, **mappers;
-  uint64_t tripcount, flags;
-  uint32_t num_teams[3], thread_limit[3], dyn_mem;
-};
-void __tgt_register_lib(struct bin_desc *);
-void __tgt_unregister_lib(struct bin_desc *);
-int __tgt_target_kernel(void *loc, int64_t device, int32_t teams, int32_t threads, void *region, struct kernel_args *);
+#include "registration.h"
 
 static char region_id;
 static uint64_t container[32]; // 8-byte aligned, as the container requires
