@@ -1,7 +1,8 @@
 //! `cargo xtask test [--quick] [--gpu]`:
 //!
 //! 1. `cargo test --workspace` (unit tests and host emulation tests);
-//! 2. the runtime builds (`devicertl`, `host`);
+//! 2. the runtime builds (`devicertl`, `host`), then the external target RTL check
+//!    (`tests/plugins`, see `test/external.rs`);
 //! 3. the device-symbol check: every function and external global that clang-22's device code for
 //!    the ABI probes (`shared/abi-probes`) needs must be defined by our nvptx bitcode; then each
 //!    probe is linked in full for sm_90 and gfx90a;
@@ -32,6 +33,7 @@ const JOBS: usize = 2;
 /// Per-program run time limit.
 const TIMEOUT: Duration = Duration::from_secs(20);
 
+mod external;
 mod gpu;
 
 pub fn run(o: Options) -> Result<i32> {
@@ -52,6 +54,11 @@ pub fn run(o: Options) -> Result<i32> {
     util::step("test 2/4: runtime builds (devicertl, host)");
     devicertl::run(false)?;
     host::run()?;
+    // Target RTLs found by naming convention (tests/plugins), against the library just built.
+    if let Err(e) = external::run() {
+        println!("external RTLs: {e}");
+        failed_steps.push("external RTL discovery".to_string());
+    }
 
     util::step("test 3/4: device symbols of the ABI probes");
     // Every device symbol clang-22 references for the probes must come from our bitcode, and

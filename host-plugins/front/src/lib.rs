@@ -8,6 +8,7 @@
 mod api;
 mod data;
 mod diag;
+mod external;
 mod runtime;
 mod target;
 

@@ -121,10 +121,13 @@ impl Runtime {
         let plugins: Vec<Box<dyn Plugin>> = if policy == Policy::Disabled {
             Vec::new()
         } else {
-            vec![
+            let mut built_in: Vec<Box<dyn Plugin>> = vec![
                 Box::new(rustomp_cuda_plugin::CudaPlugin::new()),
                 Box::new(rustomp_host_plugin::HostPlugin::new()),
-            ]
+            ];
+            // Target RTLs found by naming convention come after ours (see `external`).
+            built_in.extend(crate::external::discover());
+            built_in
         };
         debug!("{} plugin(s), policy {:?}", plugins.len(), policy);
         Self {
