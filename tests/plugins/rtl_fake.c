@@ -1,7 +1,8 @@
 // A minimal external target RTL in the seed's interface (libomptarget.rtl.<name>.so), for the
 // discovery test (`cargo xtask test`): one device whose memory is the host heap. It accepts only
 // images whose first 4 bytes are "FAKE"; its table has one entry, "fake_kernel", a function here.
-// It counts every call; the test program reads the counts with rtl_fake_count().
+// It counts every call; the test program reads the counts with rtl_fake_count(). A launch with
+// 99 teams fails with code 5.
 // Built with -DRTL_FAKE_BROKEN it lacks __tgt_rtl_data_delete, so the runtime must skip it.
 #include <stdint.h>
 #include <stdlib.h>
@@ -104,6 +105,7 @@ int32_t __tgt_rtl_run_target_team_region(int32_t device, void *entry, void **arg
                                          int32_t num_teams, int32_t thread_limit) {
   counts[RUN]++;
   if (device != 0 || entry != (void *)fake_kernel) return 2;
+  if (num_teams == 99) return 5; // the test's failing launch
   last_teams = num_teams;
   last_threads = thread_limit;
   fake_kernel(args, argnum);

@@ -1,7 +1,8 @@
 // The program side of the external-RTL test (`cargo xtask test`): registers by hand one image
 // that only libomptarget.rtl.fake.so accepts ("FAKE..." in an OffloadBinary container), maps data
 // to its device with omp_target_alloc / omp_target_memcpy, launches "fake_kernel" through
-// __tgt_target_kernel, and checks the results and the calls the RTL saw. Prints "use_fake: OK".
+// __tgt_target_kernel, and checks the results and the calls the RTL saw; then a launch the RTL
+// refuses must fail with an error. Prints "use_fake: OK".
 #include <dlfcn.h>
 #include <omp.h>
 #include <stdint.h>
@@ -104,6 +105,12 @@ int main(void) {
   CHECK(count("run") == 1, "run %d", count("run"));
   CHECK(count("teams") == 3 && count("threads") == 7, "teams %d threads %d", count("teams"), count("threads"));
   dlclose(rtl);
+
+  // A launch the RTL refuses: an error (the runtime names the RTL file and the call), no crash.
+  args.num_args = 0;
+  args.num_teams[0] = 99;
+  rc = __tgt_target_kernel(NULL, dev, 99, 7, &region_id, &args);
+  CHECK(rc != 0, "a failed launch returned %d", rc);
   __tgt_unregister_lib(&desc);
   printf("use_fake: OK\n");
   return 0;

@@ -5,8 +5,9 @@
 //! whole interface) and `libomptarget.rtl.broken.so` (without `__tgt_rtl_data_delete`), then
 //! runs `use_fake.c` with that directory first in `LD_LIBRARY_PATH` and `LIBOMPTARGET_INFO=16`.
 //! It passes when the program prints `use_fake: OK` (its own checks: one device, data round
-//! trip, one launch, the RTL's call counts) and the runtime named the broken library and the
-//! symbol it lacks. Skipped, with a line saying so, when clang-22 is not installed.
+//! trip, one launch, the RTL's call counts, a refused launch returning an error), the runtime
+//! named the broken library and the symbol it lacks, and its error for the refused launch names
+//! the RTL file, the call and the RTL's code. Skipped, with a line saying so, when clang-22 is not installed.
 
 use crate::cc::{self, Runtime};
 use crate::devicertl::dist_lib;
@@ -59,13 +60,16 @@ pub fn run() -> Result<()> {
     let broken_named = stderr
         .lines()
         .any(|l| l.contains("libomptarget.rtl.broken.so") && l.contains("__tgt_rtl_data_delete"));
-    if !out.status.success() || !stdout.contains("use_fake: OK") || !broken_named {
+    let failure_named = stderr.lines().any(|l| {
+        l.contains("libomptarget.rtl.fake.so") && l.contains("__tgt_rtl_run_target_team_region") && l.contains("returned 5")
+    });
+    if !out.status.success() || !stdout.contains("use_fake: OK") || !broken_named || !failure_named {
         eprint!("{stderr}");
         bail!(
-            "external RTL test failed ({}; broken library reported: {broken_named})",
+            "external RTL test failed ({}; broken library reported: {broken_named}; failed launch reported: {failure_named})",
             util::describe(out.status)
         );
     }
-    println!("external RTLs: fake RTL discovered and used, broken RTL skipped with its missing symbol named");
+    println!("external RTLs: fake RTL discovered and used, its failed launch reported, broken RTL skipped with its missing symbol named");
     Ok(())
 }
