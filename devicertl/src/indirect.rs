@@ -11,19 +11,24 @@ use rustomp_abi::FptrMapEntry;
 /// `table` must be sorted by `host` (the plugin sorts it). A lower-bound search with a fixed
 /// number of halving steps and no data-dependent branch (GPU lanes stay converged, CPUs do not
 /// mispredict); it terminates for any input.
+#[inline]
 pub fn translate(table: &[FptrMapEntry], host: u64) -> u64 {
     if table.is_empty() {
         return host;
     }
     let mut base = 0usize;
     let mut len = table.len();
+    // Invariant: `base + len <= table.len()` and `len >= 1`, so every probe is in bounds.
     while len > 1 {
         let half = len / 2;
+        // SAFETY: `base + half < base + len <= table.len()` by the invariant.
+        let probe = unsafe { table.get_unchecked(base + half) }.host;
         // Stay at `base` while the probe is already past `host`, else move to the probe.
-        base = core::hint::select_unpredictable(table[base + half].host > host, base, base + half);
+        base = core::hint::select_unpredictable(probe > host, base, base + half);
         len -= half;
     }
-    let entry = table[base];
+    // SAFETY: `base < table.len()` by the invariant (the table is not empty).
+    let entry = unsafe { table.get_unchecked(base) };
     if entry.host == host { entry.device } else { host }
 }
 
