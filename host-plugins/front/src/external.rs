@@ -185,16 +185,6 @@ fn rtl_name(file_name: &str) -> Option<&str> {
     (!name.is_empty()).then_some(name)
 }
 
-fn dl_error() -> String {
-    // SAFETY: dlerror returns null or a NUL-terminated thread-local string.
-    let msg = unsafe { libc::dlerror() };
-    if msg.is_null() {
-        "unknown dynamic loader error".into()
-    } else {
-        // SAFETY: non-null and NUL-terminated, see above.
-        unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned()
-    }
-}
 
 /// Opens one RTL and resolves its interface; closes it again when a symbol is missing.
 fn open(path: &Path) -> std::result::Result<Rtl, String> {
@@ -204,7 +194,7 @@ fn open(path: &Path) -> std::result::Result<Rtl, String> {
     // an RTL means.
     let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     if handle.is_null() {
-        return Err(format!("cannot be loaded: {}", dl_error()));
+        return Err(format!("cannot be loaded: {}", rustomp_plugin::last_dl_error()));
     }
     let mut addresses = [std::ptr::null_mut::<c_void>(); REQUIRED.len()];
     for (slot, name) in addresses.iter_mut().zip(REQUIRED) {

@@ -14,7 +14,7 @@ use rustomp_abi::{FptrMapEntry, KernelLaunchEnvironment};
 use rustomp_plugin::{
     AllocKind, Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin, Result, Symbol,
 };
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::sync::Mutex;
 
 /// The triple of images this plugin runs.
@@ -112,16 +112,6 @@ fn num_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-fn dl_error() -> String {
-    // SAFETY: dlerror returns null or a NUL-terminated thread-local string.
-    let msg = unsafe { libc::dlerror() };
-    if msg.is_null() {
-        "unknown dynamic loader error".into()
-    } else {
-        // SAFETY: non-null and NUL-terminated, see above.
-        unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned()
-    }
-}
 
 /// A loaded x86_64 image: the `dlopen` handle and the in-memory file it was loaded from.
 ///
@@ -175,7 +165,7 @@ impl HostImage {
         // SAFETY: a valid path; the loader validates the ELF itself and reports errors.
         let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if handle.is_null() {
-            let why = dl_error();
+            let why = rustomp_plugin::last_dl_error();
             // SAFETY: fd is open and nothing refers to it.
             unsafe { libc::close(fd) };
             return Err(fail(why));

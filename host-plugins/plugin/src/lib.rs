@@ -57,6 +57,18 @@ impl fmt::Display for OffloadError {
 
 impl std::error::Error for OffloadError {}
 
+/// The dynamic loader's message for the last failed `dlopen`/`dlsym` on this thread (backends
+/// and external plugins are all loaded with `dlopen`).
+pub fn last_dl_error() -> String {
+    // SAFETY: dlerror returns null or a NUL-terminated thread-local string.
+    let message = unsafe { libc::dlerror() };
+    if message.is_null() {
+        return "unknown dynamic loader error".into();
+    }
+    // SAFETY: non-null and NUL-terminated, see above.
+    unsafe { std::ffi::CStr::from_ptr(message) }.to_string_lossy().into_owned()
+}
+
 pub type Result<T> = std::result::Result<T, OffloadError>;
 
 /// Where an allocation should live (`omp_target_alloc` flavours and `llvm_omp_target_alloc_*`).

@@ -156,19 +156,10 @@ pub fn load(path: &str) -> Result<&'static Api, String> {
     let library = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     if library.is_null() {
         // dlerror names the library: "libcuda.so.1: cannot open shared object file: ...".
-        return Err(dl_error());
+        return Err(rustomp_plugin::last_dl_error());
     }
     // SAFETY: a live handle that stays open for the life of the process.
     let api = unsafe { Api::resolve(library) }?;
     Ok(Box::leak(Box::new(api)))
 }
 
-fn dl_error() -> String {
-    // SAFETY: dlerror returns null or a NUL-terminated thread-local string.
-    let message = unsafe { libc::dlerror() };
-    if message.is_null() {
-        return "unknown dynamic loader error".into();
-    }
-    // SAFETY: non-null and NUL-terminated, see above.
-    unsafe { std::ffi::CStr::from_ptr(message) }.to_string_lossy().into_owned()
-}
