@@ -80,15 +80,11 @@ fn report(result: Result<()>, loc: &diag::Location) -> i32 {
     }
 }
 
-pub fn location(ident: *const Ident) -> diag::Location {
-    diag::location(ident)
-}
-
 /// # Safety
 /// The map arrays hold `list`'s elements, as clang passes them; `bases` is null or clang's
 /// base array of the same length.
 pub unsafe fn data_begin(ident: *const Ident, device_id: i64, list: MapList, bases: *mut *mut c_void) -> i32 {
-    let loc = location(ident);
+    let loc = diag::location(ident);
     let Some(device) = resolve(device_id, &loc) else { return OFFLOAD_SUCCESS };
     // use_device_ptr/addr: the device addresses go back into clang's base array.
     let return_bases = (!bases.is_null()).then(|| {
@@ -99,13 +95,13 @@ pub unsafe fn data_begin(ident: *const Ident, device_id: i64, list: MapList, bas
 }
 
 pub fn data_end(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
-    let loc = location(ident);
+    let loc = diag::location(ident);
     let Some(device) = resolve(device_id, &loc) else { return OFFLOAD_SUCCESS };
     report(data::end(&device, &list.items), &loc)
 }
 
 pub fn data_update(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
-    let loc = location(ident);
+    let loc = diag::location(ident);
     let Some(device) = resolve(device_id, &loc) else { return OFFLOAD_SUCCESS };
     report(data::update(&device, &list.items), &loc)
 }
@@ -116,7 +112,7 @@ pub fn data_update(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
 /// # Safety
 /// `args` is clang's `KernelArgs` for this region.
 pub unsafe fn target_kernel(ident: *const Ident, device_id: i64, region_id: *mut c_void, args: &KernelArgs) -> i32 {
-    let loc = location(ident);
+    let loc = diag::location(ident);
     let Some(device) = resolve(device_id, &loc) else { return OFFLOAD_FAIL };
     let Some((image, kernel, name)) = device.kernel(region_id as usize) else {
         failed(&format!(
