@@ -8,19 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct offload_entry { // LLVM 20+ __tgt_offload_entry, 56 bytes
-  uint64_t reserved;
-  uint16_t version, kind;
-  uint32_t flags;
-  void *address;
-  const char *symbol_name;
-  uint64_t size, data;
-  void *aux;
-};
-struct device_image {
-  void *start, *end;
-  struct offload_entry *entries_begin, *entries_end;
-};
+// The ABI structures (offload_entry, device_image); not the programs' registration helper.
+#define RUSTOMP_REGISTRATION_TYPES_ONLY
+#include "../programs/registration.h"
+
 struct target_table {
   struct offload_entry *begin, *end;
 };

@@ -20,18 +20,8 @@ int main(void) {
   image[4] = 2;                        // ELFCLASS64
   image[5] = 1;                        // little-endian
   image[18] = 62; image[19] = 0;       // EM_X86_64: looks like a host image
-  struct offload_entry entry = {0, 1, 1, 0, &region_id, "__omp_offloading_garbage_kernel", 0, 0, NULL};
-  struct device_image img = {image, image + sizeof image, &entry, &entry + 1};
-  struct bin_desc desc = {1, &img, &entry, &entry + 1};
-  __tgt_register_lib(&desc);
-  struct kernel_args args;
-  memset(&args, 0, sizeof args);
-  args.version = 3;
-  args.num_teams[0] = 1;
-  args.thread_limit[0] = 1;
-  int rc = __tgt_target_kernel(NULL, 0, 1, 1, &region_id, &args);
+  int rc = register_and_launch(image, image + sizeof image, "__omp_offloading_garbage_kernel", &region_id);
   // Under OMP_TARGET_OFFLOAD=mandatory the runtime must not come back with a kernel it never loaded.
   fprintf(stderr, "__tgt_target_kernel on a garbage image returned %d\n", rc);
-  __tgt_unregister_lib(&desc);
   return 0;
 }

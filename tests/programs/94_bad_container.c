@@ -23,17 +23,7 @@ int main(void) {
   memcpy(bytes + 4, &version, 4);
   memcpy(bytes + 8, &size, 8);
   memcpy(bytes + 16, &entry_offset, 8);
-  struct offload_entry entry = {0, 1, 1, 0, &region_id, "__omp_offloading_corrupt_kernel", 0, 0, NULL};
-  struct device_image img = {container, (char *)container + sizeof container, &entry, &entry + 1};
-  struct bin_desc desc = {1, &img, &entry, &entry + 1};
-  __tgt_register_lib(&desc);
-  struct kernel_args args;
-  memset(&args, 0, sizeof args);
-  args.version = 3;
-  args.num_teams[0] = 1;
-  args.thread_limit[0] = 1;
-  int rc = __tgt_target_kernel(NULL, 0, 1, 1, &region_id, &args);
+  int rc = register_and_launch(container, (char *)container + sizeof container, "__omp_offloading_corrupt_kernel", &region_id);
   fprintf(stderr, "__tgt_target_kernel on a corrupted container returned %d\n", rc);
-  __tgt_unregister_lib(&desc);
   return 0;
 }
