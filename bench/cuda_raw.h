@@ -16,4 +16,20 @@ double raw_launch_us(int iters, int batches);
 /// cuMemcpyHtoD of `bytes` from `host` (pageable memory) to a device buffer: median GB/s.
 double raw_h2d_gbps(const void *host, size_t bytes, int reps);
 
+#ifdef _OPENMP
+// For the OpenMP programs of the GPU group (cuda_raw.c itself is plain C).
+#include "bench.h"
+#include <omp.h>
+/// Stops benchmark `name` unless target regions really run on a GPU and the raw driver loads:
+/// both columns must measure the device, and the raw rows need the driver.
+static inline void gpu_bench_require_device(const char *name) {
+  int initial = 1;
+#pragma omp target map(from: initial)
+  initial = omp_is_initial_device();
+  if (initial) BENCH_FAIL("%s: the target region ran on the host", name);
+  const char *why = raw_init();
+  if (why) BENCH_FAIL("%s: %s", name, why);
+}
+#endif
+
 #endif

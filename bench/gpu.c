@@ -30,12 +30,7 @@ int main(int argc, char **argv) {
   bench_init(argc, argv);
   int reps = bench_pick(11, 3);
   int dev = omp_get_default_device();
-  int initial = 1;
-#pragma omp target map(from: initial)
-  initial = omp_is_initial_device();
-  if (initial) BENCH_FAIL("gpu: the target region ran on the host");
-  const char *why = raw_init();
-  if (why) BENCH_FAIL("gpu: %s", why);
+  gpu_bench_require_device("gpu");
 
   double copy = raw_d2d_gbps(COPY_BYTES, reps);
   if (bench_want("d2d_copy")) bench_result("d2d_copy", copy, "GB/s");

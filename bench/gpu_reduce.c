@@ -15,12 +15,7 @@ int main(int argc, char **argv) {
   bench_init(argc, argv);
   int reps = bench_pick(11, 3);
   int dev = omp_get_default_device();
-  int initial = 1;
-#pragma omp target map(from: initial)
-  initial = omp_is_initial_device();
-  if (initial) BENCH_FAIL("gpu_reduce: the target region ran on the host");
-  const char *why = raw_init();
-  if (why) BENCH_FAIL("gpu_reduce: %s", why);
+  gpu_bench_require_device("gpu_reduce");
   double copy = raw_d2d_gbps(REDUCE_N * sizeof(double), reps);
 
   if (bench_want("reduction")) {
