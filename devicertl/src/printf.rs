@@ -338,9 +338,9 @@ fn scientific(value: f64, precision: usize) -> (Line<400>, i32) {
             d => exponent = exponent * 10 + (d - b'0') as i32,
         }
     }
-    let mut mantissa = Line::<400>::new();
-    mantissa.extend(&bytes[..e]);
-    (mantissa, if negative { -exponent } else { exponent })
+    // Keep only the `d.ddd` part.
+    text.len = e;
+    (text, if negative { -exponent } else { exponent })
 }
 
 fn push_exponent<const N: usize>(out: &mut Line<N>, exponent: i32, upper: bool) {
@@ -391,7 +391,7 @@ fn float<const N: usize>(out: &mut Line<N>, spec: &Spec, value: f64, conversion:
         }
         b'g' => {
             let significant = precision.max(1);
-            let (_, exponent) = scientific(magnitude, significant - 1);
+            let (mantissa, exponent) = scientific(magnitude, significant - 1);
             if (exponent as i64) < significant as i64 && exponent >= -4 {
                 let decimals = (significant as i64 - 1 - exponent as i64) as usize;
                 let _ = write!(body, "{:.*}", decimals, magnitude);
@@ -401,7 +401,6 @@ fn float<const N: usize>(out: &mut Line<N>, spec: &Spec, value: f64, conversion:
                     body.push(b'.');
                 }
             } else {
-                let (mantissa, exponent) = scientific(magnitude, significant - 1);
                 body.extend(mantissa.as_bytes());
                 if !spec.alternate {
                     trim_fraction(&mut body);
