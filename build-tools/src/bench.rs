@@ -501,12 +501,7 @@ fn run_once(
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if start.elapsed() > TIMEOUT => {
-                // The program leads its own process group: end all of it.
-                let _ = Command::new("kill")
-                    .args(["-KILL", &format!("-{}", child.id())])
-                    .stderr(Stdio::null())
-                    .status();
-                let _ = child.wait();
+                util::kill_process_group(&mut child);
                 return Err(format!("timed out after {} s", TIMEOUT.as_secs()));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),

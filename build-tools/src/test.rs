@@ -575,13 +575,7 @@ fn run_program(exe: &Path, env: &[(String, String)], log: &Path) -> Outcome {
                 };
             }
             Ok(None) if start.elapsed() > TIMEOUT => {
-                // The program leads its own process group: end all of it.
-                let _ = Command::new("kill")
-                    .args(["-KILL", &format!("-{}", child.id())])
-                    .stderr(Stdio::null())
-                    .status();
-                let _ = child.kill();
-                let _ = child.wait();
+                util::kill_process_group(&mut child);
                 return Outcome::Timeout;
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(10)),

@@ -357,6 +357,28 @@ pub fn step(title: &str) {
     println!("==> {title}");
 }
 
+/// Ends `child` and every process in its group (it was spawned with `process_group(0)`, so it
+/// leads a group of its own), then reaps it.
+///
+/// Calls kill(2) directly: procps-ng 4.0.2's `kill -KILL -PGID` (Debian bookworm) signals every
+/// process the caller may signal, which took down a whole CI run.
+pub fn kill_process_group(child: &mut std::process::Child) {
+    unsafe extern "C" {
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    const SIGKILL: i32 = 9;
+    match i32::try_from(child.id()) {
+        // A pid of 0 or 1 would make -pid mean "my group" or "everyone": never send that.
+        Ok(pid) if pid > 1 => {
+            // SAFETY: kill(2) takes plain integers; -pid names exactly the child's own group.
+            unsafe { kill(-pid, SIGKILL) };
+        }
+        _ => {}
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// Whether this process runs as root (`id -u` prints 0).
 pub fn is_root() -> bool {
     Command::new("id")
@@ -388,4 +410,45 @@ pub fn parallel<T: Sync, R: Send>(items: &[T], jobs: usize, f: impl Fn(&T) -> R 
         .into_iter()
         .map(|r| r.expect("every item was processed"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn kill_process_group_ends_the_group_and_only_it() {
+        // The group's leader starts a grandchild and records its pid; both must end.
+        let dir = std::env::temp_dir().join(format!("xtask-kill-{}", std::process::id()));
+        mkdirs(&dir).unwrap();
+        let pid_file = dir.join("grandchild.pid");
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(format!("sleep 60 & echo $! > {}; wait", pid_file.display()))
+            .stdin(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let grandchild = (0..500)
+            .find_map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                fs::read_to_string(&pid_file).ok().filter(|s| s.ends_with('\n'))
+            })
+            .expect("grandchild started");
+        kill_process_group(&mut child);
+        let proc_dir = Path::new("/proc").join(grandchild.trim());
+        let gone = (0..500).any(|_| {
+            let state = fs::read_to_string(proc_dir.join("stat")).unwrap_or_default();
+            // Gone, or a zombie waiting for init to reap it.
+            let dead = state.is_empty() || state.contains(") Z ");
+            if !dead {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            dead
+        });
+        let _ = fs::remove_dir_all(&dir);
+        assert!(gone, "grandchild {} survived", grandchild.trim());
+        // This test process (outside the group) is evidently still alive to say so.
+    }
 }

@@ -1,3 +1,4 @@
+// LLVM-REF: hangs (LLVM 22 with LIBOMPTARGET_INFO=4: the per-region table dump holds a mapping-table lock and calls omp_get_num_devices, which waits for the devices lock another thread holds while it waits for that table: lock-order deadlock; passes without INFO)
 // ENV: LIBOMPTARGET_INFO=4
 // EXPECT-STDERR: device 0 info: OpenMP Host-Device pointer mappings table empty
 // Stress: 16 host threads x 1000 rounds mixing every kind of mapping on one device:
