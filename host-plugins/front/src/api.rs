@@ -3,6 +3,7 @@
 
 use crate::diag;
 use crate::runtime::{runtime, DeviceState};
+use crate::tasks;
 use rustomp_plugin::mapping::MapEntry;
 use rustomp_plugin::AllocKind;
 use std::ffi::{c_char, c_void};
@@ -212,7 +213,12 @@ pub extern "C" fn omp_target_memcpy(
     )
 }
 
-/// Copies run to completion at once; the dependences named are already satisfied by then.
+/// Whether `device_num` names the host or a device that exists (else says which call named it).
+fn known_device(device_num: i32, what: &str) -> bool {
+    device_num == initial_device() || device(device_num, what).is_some()
+}
+
+/// The copy runs as a task ordered by the depend objects (see `tasks`); `taskwait` completes it.
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn omp_target_memcpy_async(
@@ -223,10 +229,19 @@ pub extern "C" fn omp_target_memcpy_async(
     src_offset: usize,
     dst_device: i32,
     src_device: i32,
-    _depobj_count: i32,
-    _depobj_list: *mut c_void,
+    depobj_count: i32,
+    depobj_list: *mut c_void,
 ) -> i32 {
-    omp_target_memcpy(dst, src, length, dst_offset, src_offset, dst_device, src_device)
+    const WHAT: &str = "omp_target_memcpy_async";
+    if dst.is_null() || src.is_null() || !known_device(dst_device, WHAT) || !known_device(src_device, WHAT) {
+        return -1;
+    }
+    let (dst, src) = (dst as usize, src as usize);
+    let work = Box::new(move || {
+        omp_target_memcpy(dst as *mut c_void, src as *const c_void, length, dst_offset, src_offset, dst_device, src_device);
+    });
+    // SAFETY: the caller passes `depobj_count` depend objects.
+    unsafe { tasks::spawn(WHAT, depobj_count, depobj_list as *const *const c_void, work) }
 }
 
 /// # Safety
@@ -312,7 +327,8 @@ pub unsafe extern "C" fn omp_target_memcpy_rect(
 }
 
 /// # Safety
-/// As `omp_target_memcpy_rect`.
+/// As `omp_target_memcpy_rect`; the arrays are copied before this returns (as in LLVM), so the
+/// caller may release them at once.
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn omp_target_memcpy_rect_async(
@@ -327,13 +343,44 @@ pub unsafe extern "C" fn omp_target_memcpy_rect_async(
     src_dimensions: *const usize,
     dst_device: i32,
     src_device: i32,
-    _depobj_count: i32,
-    _depobj_list: *mut c_void,
+    depobj_count: i32,
+    depobj_list: *mut c_void,
 ) -> i32 {
-    // SAFETY: forwarded.
-    unsafe {
-        omp_target_memcpy_rect(dst, src, element_size, num_dims, volume, dst_offsets, src_offsets, dst_dimensions, src_dimensions, dst_device, src_device)
+    const WHAT: &str = "omp_target_memcpy_rect_async";
+    if dst.is_null() && src.is_null() {
+        return i32::MAX; // the number of dimensions supported
     }
+    let arrays = [volume, dst_offsets, src_offsets, dst_dimensions, src_dimensions];
+    if dst.is_null() || src.is_null() || num_dims < 1 || arrays.iter().any(|a| a.is_null()) {
+        return -1;
+    }
+    if !known_device(dst_device, WHAT) || !known_device(src_device, WHAT) {
+        return -1;
+    }
+    // SAFETY: each array holds `num_dims` elements (the caller's contract).
+    let [volume, dst_offsets, src_offsets, dst_dimensions, src_dimensions] =
+        arrays.map(|a| unsafe { std::slice::from_raw_parts(a, num_dims as usize) }.to_vec());
+    let (dst, src) = (dst as usize, src as usize);
+    let work = Box::new(move || {
+        // SAFETY: the arrays are this closure's own copies of `num_dims` elements.
+        unsafe {
+            omp_target_memcpy_rect(
+                dst as *mut c_void,
+                src as *const c_void,
+                element_size,
+                num_dims,
+                volume.as_ptr(),
+                dst_offsets.as_ptr(),
+                src_offsets.as_ptr(),
+                dst_dimensions.as_ptr(),
+                src_dimensions.as_ptr(),
+                dst_device,
+                src_device,
+            );
+        }
+    });
+    // SAFETY: the caller passes `depobj_count` depend objects.
+    unsafe { tasks::spawn(WHAT, depobj_count, depobj_list as *const *const c_void, work) }
 }
 
 #[unsafe(no_mangle)]
@@ -354,9 +401,27 @@ pub extern "C" fn omp_target_memset(ptr: *mut c_void, value: i32, count: usize, 
     }
     ptr
 }
+/// The fill runs as a task ordered by the depend objects (see `tasks`); returns `ptr`.
 #[unsafe(no_mangle)]
-pub extern "C" fn omp_target_memset_async(ptr: *mut c_void, value: i32, count: usize, device_num: i32, _depobj_count: i32, _depobj_list: *mut c_void) -> *mut c_void {
-    omp_target_memset(ptr, value, count, device_num)
+pub extern "C" fn omp_target_memset_async(
+    ptr: *mut c_void,
+    value: i32,
+    count: usize,
+    device_num: i32,
+    depobj_count: i32,
+    depobj_list: *mut c_void,
+) -> *mut c_void {
+    const WHAT: &str = "omp_target_memset_async";
+    if ptr.is_null() || !known_device(device_num, WHAT) {
+        return ptr;
+    }
+    let address = ptr as usize;
+    let work = Box::new(move || {
+        omp_target_memset(address as *mut c_void, value, count, device_num);
+    });
+    // SAFETY: the caller passes `depobj_count` depend objects.
+    unsafe { tasks::spawn(WHAT, depobj_count, depobj_list as *const *const c_void, work) };
+    ptr
 }
 
 #[unsafe(no_mangle)]

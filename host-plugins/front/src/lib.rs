@@ -11,6 +11,7 @@ mod diag;
 mod external;
 mod runtime;
 mod target;
+mod tasks;
 
 use data::{MapItem, MapList};
 use rustomp_abi::{BinDesc, Ident, KernelArgs, MapType};
