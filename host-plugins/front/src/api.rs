@@ -14,9 +14,12 @@ fn initial_device() -> i32 {
 }
 
 fn device(id: i32, what: &str) -> Option<Arc<DeviceState>> {
-    match runtime().device(id.max(0) as usize) {
-        Ok(d) if id >= 0 => Some(d),
-        Ok(_) => None,
+    if id < 0 {
+        diag::error(&format!("{what}: device number {id} is not valid"));
+        return None;
+    }
+    match runtime().device(id as usize) {
+        Ok(d) => Some(d),
         Err(e) => {
             diag::error(&format!("{what}: {e}"));
             None
