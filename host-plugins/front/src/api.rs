@@ -9,6 +9,9 @@ use rustomp_plugin::AllocKind;
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
+/// `omp_invalid_device` in clang-22's omp.h.
+const OMP_INVALID_DEVICE: i32 = -2;
+
 fn initial_device() -> i32 {
     runtime().num_devices() as i32
 }
@@ -59,14 +62,14 @@ pub extern "C" fn omp_get_uid_from_device(device_num: i32) -> *const c_char {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn omp_get_device_from_uid(uid: *const c_char) -> i32 {
     if uid.is_null() {
-        return -10; // omp_invalid_device
+        return OMP_INVALID_DEVICE;
     }
     // SAFETY: guaranteed by the caller.
     let uid = unsafe { std::ffi::CStr::from_ptr(uid) }.to_string_lossy();
     if uid == HOST_UID.to_string_lossy() {
         return initial_device();
     }
-    uid.strip_prefix("rustomp-device-").and_then(|n| n.parse().ok()).filter(|&n: &i32| n < initial_device()).unwrap_or(-10)
+    uid.strip_prefix("rustomp-device-").and_then(|n| n.parse().ok()).filter(|&n: &i32| (0..initial_device()).contains(&n)).unwrap_or(OMP_INVALID_DEVICE)
 }
 
 fn alloc(size: usize, device_num: i32, kind: AllocKind) -> *mut c_void {

@@ -101,7 +101,14 @@ impl std::fmt::Display for Location {
 pub fn fatal(message: &str) -> ! {
     eprintln!("omptarget fatal error: {message}");
     eprintln!("omptarget fatal error 1: failure of target construct while offloading is mandatory");
-    std::process::exit(1);
+    // Not exit(): on a libomp hidden helper thread (a `nowait` construct) libomp's exit handler
+    // waits for the helper threads, this one included, and the process never ends. The user's
+    // buffered output is flushed first so that none of it is lost.
+    // SAFETY: fflush(NULL) flushes every C stream; _exit ends the process at once.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+        libc::_exit(1)
+    }
 }
 
 pub fn error(message: &str) {
