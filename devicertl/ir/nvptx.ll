@@ -9,9 +9,12 @@ define hidden ptr @__rustomp_team_shared_ptr() #0 {
   ret ptr addrspacecast (ptr addrspace(3) @__rustomp_team_shared to ptr)
 }
 
-; All threads of the CTA meet; bar.sync orders their memory accesses at CTA scope.
+; All threads of the CTA meet; barrier.sync orders their memory accesses at CTA scope. Not the
+; .aligned form: in generic mode the threads of a warp may reach the barrier from different
+; places (a region on part of the workers), which .aligned leaves undefined (LLVM's DeviceRTL
+; uses the non-aligned barrier.sync there too).
 define hidden void @__rustomp_team_barrier() #1 {
-  call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+  call void @llvm.nvvm.barrier.cta.sync.all(i32 0)
   ret void
 }
 
@@ -20,7 +23,7 @@ define hidden void @__rustomp_team_fence() #1 {
   ret void
 }
 
-declare void @llvm.nvvm.barrier.cta.sync.aligned.all(i32) #2
+declare void @llvm.nvvm.barrier.cta.sync.all(i32) #2
 
 attributes #0 = { alwaysinline nounwind readnone }
 attributes #1 = { alwaysinline convergent nounwind }

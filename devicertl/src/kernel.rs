@@ -2,8 +2,9 @@
 //! state machine the workers run inside `__kmpc_target_init`.
 //!
 //! SPMD: every thread runs the region body. Generic: only the main thread (first lane of the
-//! last warp) runs the body; the other threads wait in the state machine and run each parallel
-//! region the main thread opens, until `__kmpc_target_deinit` releases them.
+//! last warp, alone there) runs the body; the workers (every thread below the last warp's
+//! worth) wait in the state machine and run each parallel region the main thread opens, until
+//! `__kmpc_target_deinit` releases them.
 
 use crate::{arch, parallel, state};
 use core::sync::atomic::Ordering;
@@ -32,7 +33,9 @@ pub unsafe extern "C" fn __kmpc_target_init(
     if exec_mode::is_spmd(config.exec_mode) || tid == state::main_thread_id() {
         return -1;
     }
-    if config.use_generic_state_machine != 0 {
+    // Only workers wait for regions; the main thread's warp-mates and any thread past the last
+    // worker leave now, so no warp ever holds both the main thread and a waiting worker.
+    if config.use_generic_state_machine != 0 && tid < state::max_workers() {
         run_worker_state_machine(tid);
     }
     tid as i32

@@ -150,7 +150,7 @@ pub unsafe extern "C" fn __kmpc_parallel_60(
     // Generic mode: only the main thread gets here. Regions use whole warps (or one thread), as
     // in LLVM's runtime, so warp-level reductions never meet a half-idle warp.
     let warp = arch::warp_size();
-    let size = match requested_threads(if_expr, num_threads, state::main_thread_id()) {
+    let size = match requested_threads(if_expr, num_threads, state::max_workers()) {
         n if n < warp => 1,
         n => n - n % warp,
     };

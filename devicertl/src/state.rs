@@ -98,9 +98,17 @@ pub fn is_spmd() -> bool {
     rustomp_abi::exec_mode::is_spmd(team().exec_mode.load(Ordering::Relaxed) as u8)
 }
 
-/// Generic mode: the thread that runs the sequential part is the first lane of the last warp;
-/// the threads below it are the workers.
+/// Generic mode: the thread that runs the sequential part, alone in the last warp (its first
+/// lane; as in LLVM). It must not share a warp with workers: a warp whose lanes wait at
+/// different barriers (or where one lane waits for another's barrier) hangs or is undefined.
 pub fn main_thread_id() -> u32 {
+    let warp = arch::warp_size();
+    arch::num_threads_in_block().saturating_sub(1) & !(warp - 1)
+}
+
+/// Generic mode: the threads that may work in parallel regions, `0..max_workers()`: all but a
+/// warp's worth (LLVM's and openmp-opt's rule). The rest of the block leaves at kernel start.
+pub fn max_workers() -> u32 {
     arch::num_threads_in_block().saturating_sub(arch::warp_size())
 }
 

@@ -7,7 +7,7 @@ mod common;
 use common::{generic_kernel, parallel, spmd_kernel, Shared};
 use core::ffi::c_void;
 use devicertl::arch::block_id;
-use devicertl::ids::{omp_get_level, omp_get_num_threads, omp_get_thread_num, omp_in_parallel};
+use devicertl::ids::{omp_get_level, omp_get_max_threads, omp_get_num_threads, omp_get_thread_num, omp_in_parallel};
 use devicertl::memory::{__kmpc_alloc_shared, __kmpc_free_shared};
 use devicertl::sync::{__kmpc_critical, __kmpc_end_critical};
 use std::collections::BTreeSet;
@@ -19,10 +19,13 @@ fn no_launch_env() -> Shared<rustomp_abi::KernelLaunchEnvironment> {
 }
 
 /// Several regions in a row from the main thread: each runs on the right threads, with the
-/// right ids, and the main thread sees the region finished when `parallel` returns.
-fn check_generic_regions(compiler_state_machine: bool) {
-    let (teams, threads, warp) = (2, 72, 8);
+/// right ids, and the main thread sees the region finished when `parallel` returns. With a
+/// block that is not whole warps, the main thread's warp-mates and the threads past the last
+/// worker leave at once and must not hold up any barrier.
+fn check_generic_regions(compiler_state_machine: bool, threads: u32) {
+    let (teams, warp) = (2, 8);
     let workers = threads - warp;
+    let whole_warps = |n: u32| if n < warp { 1 } else { n / warp * warp };
     let seen = Mutex::new(Vec::new());
     generic_kernel(teams, threads, warp, no_launch_env(), compiler_state_machine, || {
         assert_eq!(omp_in_parallel(), 0);
@@ -43,9 +46,8 @@ fn check_generic_regions(compiler_state_machine: bool) {
             let ran = ran.load(Relaxed);
             // Regions use whole warps: a clause below one warp gives one thread.
             let want = match clause {
-                0 => workers,
-                c if (c as u32) < warp => 1,
-                c => (c as u32).min(workers) / warp * warp,
+                0 => whole_warps(workers),
+                c => whole_warps((c as u32).min(workers)),
             };
             assert_eq!(ran, want, "region {region} num_threads({clause})");
             let ids = ids.into_inner().unwrap();
@@ -65,12 +67,27 @@ fn check_generic_regions(compiler_state_machine: bool) {
 
 #[test]
 fn generic_state_machine_runs_every_region() {
-    check_generic_regions(false);
+    check_generic_regions(false, 72);
+    check_generic_regions(false, 44); // main thread 40 alone in warp 5; workers 0..36
 }
 
 #[test]
 fn compiler_state_machine_runs_every_region() {
-    check_generic_regions(true);
+    check_generic_regions(true, 72);
+    check_generic_regions(true, 44);
+}
+
+#[test]
+fn generic_main_thread_is_alone_in_its_warp() {
+    // LLVM's rule: the first lane of the warp holding the last thread.
+    for (threads, warp, main) in [(64u32, 32u32, 32u32), (52, 32, 32), (33, 32, 32), (44, 8, 40), (72, 8, 64)] {
+        let seen = AtomicU32::new(u32::MAX);
+        generic_kernel(1, threads, warp, no_launch_env(), false, || {
+            seen.store(devicertl::arch::thread_id_in_block(), Relaxed);
+            assert_eq!(omp_get_max_threads() as u32, threads - warp);
+        });
+        assert_eq!(seen.load(Relaxed), main, "{threads} threads, warps of {warp}");
+    }
 }
 
 #[test]

@@ -6,18 +6,68 @@ extern crate std;
 
 use core::cell::Cell;
 use std::boxed::Box;
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Condvar, Mutex};
 use std::vec::Vec;
 
 use super::TEAM_SHARED_BYTES;
 
 /// What one emulated team shares.
 struct Team {
-    barrier: Barrier,
+    barrier: ExitAwareBarrier,
     shared: Box<[SharedWord]>,
     /// One slot per thread for warp shuffles, and one barrier per warp.
     lanes: Box<[std::sync::atomic::AtomicU32]>,
-    warp_barriers: Box<[Barrier]>,
+    warp_barriers: Box<[ExitAwareBarrier]>,
+}
+
+/// A barrier of a block or a warp as the GPU has it: a thread that has left the kernel no
+/// longer counts (generic-mode kernels let the threads that cannot work leave at once).
+struct ExitAwareBarrier {
+    state: Mutex<BarrierState>,
+    released: Condvar,
+}
+
+struct BarrierState {
+    live: u32,
+    arrived: u32,
+    generation: u64,
+}
+
+impl ExitAwareBarrier {
+    fn new(threads: u32) -> Self {
+        ExitAwareBarrier {
+            state: Mutex::new(BarrierState { live: threads, arrived: 0, generation: 0 }),
+            released: Condvar::new(),
+        }
+    }
+
+    fn wait(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.arrived += 1;
+        if !Self::release_if_complete(&mut s, &self.released) {
+            let generation = s.generation;
+            while s.generation == generation {
+                s = self.released.wait(s).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+    }
+
+    /// The calling thread has left the kernel.
+    fn leave(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.live -= 1;
+        Self::release_if_complete(&mut s, &self.released);
+    }
+
+    fn release_if_complete(s: &mut BarrierState, released: &Condvar) -> bool {
+        if s.arrived == 0 || s.arrived < s.live {
+            return false;
+        }
+        s.arrived = 0;
+        s.generation += 1;
+        released.notify_all();
+        true
+    }
 }
 
 /// Team-shared memory is written through raw pointers by every thread of the team, exactly as
@@ -62,11 +112,11 @@ pub fn launch(teams: u32, threads: u32, warp: u32, body: impl Fn() + Sync) {
     let team_state: Vec<Arc<Team>> = (0..teams)
         .map(|_| {
             Arc::new(Team {
-                barrier: Barrier::new(threads as usize),
+                barrier: ExitAwareBarrier::new(threads),
                 shared: (0..TEAM_SHARED_BYTES / 16).map(|_| SharedWord(Default::default())).collect(),
                 lanes: (0..threads).map(|_| Default::default()).collect(),
                 warp_barriers: (0..threads.div_ceil(warp))
-                    .map(|w| Barrier::new((threads - w * warp).min(warp) as usize))
+                    .map(|w| ExitAwareBarrier::new((threads - w * warp).min(warp)))
                     .collect(),
             })
         })
@@ -84,6 +134,8 @@ pub fn launch(teams: u32, threads: u32, warp: u32, body: impl Fn() + Sync) {
                         });
                         TEAM.with(|t| t.set(Arc::as_ptr(&team)));
                         body();
+                        team.barrier.leave();
+                        team.warp_barriers[(thread / warp) as usize].leave();
                         TEAM.with(|t| t.set(core::ptr::null()));
                         GEOMETRY.with(|g| g.set(None));
                     })

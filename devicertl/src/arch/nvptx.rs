@@ -81,7 +81,7 @@ pub fn shuffle_down_u32(mask: u64, value: u32, delta: u32, width: u32) -> u32 {
 /// Every thread of the team meets here; memory is ordered at team scope.
 #[inline(always)]
 pub fn team_barrier() {
-    // SAFETY: see above; all threads of the CTA reach it (aligned barrier).
+    // SAFETY: see above; all threads of the CTA that have not exited reach it.
     unsafe { __rustomp_team_barrier() }
 }
 #[inline(always)]

@@ -69,7 +69,8 @@ pub fn generic_kernel(
         if role == -1 {
             main_body();
             __kmpc_target_deinit();
-        } else if compiler_state_machine {
+        } else if compiler_state_machine && (role as u32) < threads.saturating_sub(warp) {
+            // openmp-opt's check: only threads below the last warp's worth are workers.
             worker_loop(role);
         }
     });

@@ -109,6 +109,14 @@ pub fn runtime() -> &'static Runtime {
     RUNTIME.get_or_init(Runtime::from_env)
 }
 
+/// The `{host, device}` pairs of one indirect entry. A function is one pair. A vtable entry
+/// covers the whole table (`size` bytes) and gives a pair per 8-byte slot: objects point into
+/// it (past the offset-to-top and RTTI slots), and the device looks up exactly that address.
+fn indirect_pairs(flags: EntryFlags, host: u64, size: u64, device: u64) -> impl Iterator<Item = FptrMapEntry> {
+    let slots = if flags.contains(EntryFlags::INDIRECT_VTABLE) { (size / 8).max(1) } else { 1 };
+    (0..slots).map(move |i| FptrMapEntry { host: host + i * 8, device: device + i * 8 })
+}
+
 impl Runtime {
     fn from_env() -> Self {
         diag::init_from_env();
@@ -376,7 +384,7 @@ impl Runtime {
                         std::mem::size_of::<u64>(),
                     )?
                 };
-                indirect.push(FptrMapEntry { host: entry.address as u64, device: device_fn });
+                indirect.extend(indirect_pairs(flags, entry.address as u64, entry.size, device_fn));
             } else if entry.size == 0 {
                 let symbol = image.symbol(&name).ok_or_else(missing)?;
                 if flags.contains(EntryFlags::DTOR) {
@@ -526,4 +534,21 @@ fn parse_container(start: usize, end: usize) -> std::result::Result<RawImage, St
     }
     let image = read(entry.image_offset as usize, entry.image_size as usize)?;
     Ok(RawImage { start: image.as_ptr() as usize, len: image.len(), triple, arch })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indirect_functions_give_one_pair_and_vtables_one_per_slot() {
+        let pairs = |flags, size| -> Vec<(u64, u64)> {
+            indirect_pairs(flags, 0x1000, size, 0x9000).map(|e| (e.host, e.device)).collect()
+        };
+        assert_eq!(pairs(EntryFlags::INDIRECT, 8), [(0x1000, 0x9000)]);
+        // clang-22's vtable entry for a class with one virtual function: 24 bytes, and objects
+        // hold vtable + 16, which must be a key of its own.
+        assert_eq!(pairs(EntryFlags::INDIRECT_VTABLE, 24), [(0x1000, 0x9000), (0x1008, 0x9008), (0x1010, 0x9010)]);
+        assert_eq!(pairs(EntryFlags::INDIRECT_VTABLE, 0), [(0x1000, 0x9000)]);
+    }
 }
