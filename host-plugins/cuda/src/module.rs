@@ -27,8 +27,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// `CUDA_ERROR_NOT_FOUND`: a symbol the image does not have.
 const NOT_FOUND: i32 = 500;
-/// Dynamic shared memory a kernel may use without opting in (48 KiB on every GPU since sm_20).
-const DEFAULT_DYNAMIC_SHARED_LIMIT: u32 = 48 * 1024;
+/// `Kernel::dynamic_shared_limit` before the function was asked: its limit without opting in
+/// is 48 KiB less its own static shared memory (the runtime's team state, clang's globals).
+const DYNAMIC_SHARED_LIMIT_UNKNOWN: u32 = 0;
 
 /// The names clang-22 gives an image's global constructors (or destructors).
 struct GlobalInitializers {
@@ -59,6 +60,8 @@ struct Kernel {
     facts: OnceLock<std::result::Result<KernelFacts, OffloadError>>,
     /// Dynamic shared memory the function has been opted in to.
     dynamic_shared_limit: AtomicU32,
+    /// Serializes querying and raising `dynamic_shared_limit`.
+    opt_in: Mutex<()>,
 }
 
 // SAFETY: a function handle is only passed to the driver, which is thread-safe.
@@ -254,11 +257,31 @@ impl CudaImage {
         kernel.facts.get_or_init(|| self.read_facts(kernel)).clone()
     }
 
-    /// Opts the function in to `bytes` of dynamic shared memory when above the default limit.
+    /// Opts the function in to `bytes` of dynamic shared memory when above its current limit.
+    /// The limit only grows, under `opt_in`, so no launch sees it lowered under its feet.
     fn reserve_dynamic_shared(&self, kernel: &Kernel, bytes: u32) -> Result<()> {
-        if bytes <= DEFAULT_DYNAMIC_SHARED_LIMIT || bytes <= kernel.dynamic_shared_limit.load(Ordering::Acquire) {
+        if bytes == 0 || bytes <= kernel.dynamic_shared_limit.load(Ordering::Acquire) {
             return Ok(());
         }
+        let _serial = kernel.opt_in.lock().unwrap_or_else(|e| e.into_inner());
+        let mut limit = kernel.dynamic_shared_limit.load(Ordering::Acquire);
+        if limit == DYNAMIC_SHARED_LIMIT_UNKNOWN {
+            // SAFETY: the function belongs to this image's module, alive while `self` is.
+            let current = unsafe {
+                r::function_attribute(self.core.api(), kernel.function, function_attribute::MAX_DYNAMIC_SHARED_SIZE_BYTES)
+            };
+            // Not known: opt in below, which is harmless when already allowed.
+            limit = current.map_or(DYNAMIC_SHARED_LIMIT_UNKNOWN, |v| v.max(0) as u32);
+        }
+        if bytes > limit {
+            self.opt_in_dynamic_shared(kernel, bytes)?;
+            limit = bytes;
+        }
+        kernel.dynamic_shared_limit.store(limit, Ordering::Release);
+        Ok(())
+    }
+
+    fn opt_in_dynamic_shared(&self, kernel: &Kernel, bytes: u32) -> Result<()> {
         // SAFETY: the function belongs to this image's module, alive while `self` is.
         unsafe {
             r::function_set_attribute(
@@ -270,9 +293,7 @@ impl CudaImage {
         }
         .map_err(|e| {
             e.offload(format!("{}: kernel {} cannot get {bytes} bytes of dynamic shared memory", self.device(), kernel.name), ErrorKind::LaunchFailed)
-        })?;
-        kernel.dynamic_shared_limit.fetch_max(bytes, Ordering::AcqRel);
-        Ok(())
+        })
     }
 }
 
@@ -303,7 +324,8 @@ impl LoadedImage for CudaImage {
                 name: name.to_string(),
                 function,
                 facts: OnceLock::new(),
-                dynamic_shared_limit: AtomicU32::new(DEFAULT_DYNAMIC_SHARED_LIMIT),
+                dynamic_shared_limit: AtomicU32::new(DYNAMIC_SHARED_LIMIT_UNKNOWN),
+                opt_in: Mutex::new(()),
             })
         });
         Some(Symbol { address: function, size: 0 })
