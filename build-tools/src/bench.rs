@@ -496,17 +496,10 @@ fn run_once(
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() > TIMEOUT => {
-                util::kill_process_group(&mut child);
-                return Err(format!("timed out after {} s", TIMEOUT.as_secs()));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(e.to_string()),
-        }
+    let status = match util::wait_or_kill_group(&mut child, TIMEOUT) {
+        Ok(Some(status)) => status,
+        Ok(None) => return Err(format!("timed out after {} s", TIMEOUT.as_secs())),
+        Err(e) => return Err(e.to_string()),
     };
     let stdout = std::fs::read_to_string(&stdout_path).unwrap_or_default();
     if status.success() {

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub struct Options {
     pub gpu: bool,
@@ -564,23 +564,14 @@ fn run_program(exe: &Path, env: &[(String, String)], log: &Path) -> Outcome {
         Ok(c) => c,
         Err(e) => return Outcome::NotRun(format!("cannot start: {e}")),
     };
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                return match (status.code(), status.signal()) {
-                    (Some(c), _) => Outcome::Exit(c),
-                    (None, Some(s)) => Outcome::Signal(s),
-                    _ => Outcome::NotRun("unknown exit status".into()),
-                };
-            }
-            Ok(None) if start.elapsed() > TIMEOUT => {
-                util::kill_process_group(&mut child);
-                return Outcome::Timeout;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Outcome::NotRun(e.to_string()),
-        }
+    match util::wait_or_kill_group(&mut child, TIMEOUT) {
+        Ok(Some(status)) => match (status.code(), status.signal()) {
+            (Some(c), _) => Outcome::Exit(c),
+            (None, Some(s)) => Outcome::Signal(s),
+            _ => Outcome::NotRun("unknown exit status".into()),
+        },
+        Ok(None) => Outcome::Timeout,
+        Err(e) => Outcome::NotRun(e.to_string()),
     }
 }
 

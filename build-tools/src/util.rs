@@ -357,6 +357,22 @@ pub fn step(title: &str) {
     println!("==> {title}");
 }
 
+/// Waits for `child` (spawned with `process_group(0)`) at most `limit`; past it, ends its whole
+/// group and answers `None`.
+pub fn wait_or_kill_group(child: &mut std::process::Child, limit: std::time::Duration) -> std::io::Result<Option<ExitStatus>> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if start.elapsed() > limit {
+            kill_process_group(child);
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 /// Ends `child` and every process in its group (it was spawned with `process_group(0)`, so it
 /// leads a group of its own), then reaps it.
 ///

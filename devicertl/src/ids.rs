@@ -49,11 +49,11 @@ pub extern "C" fn omp_get_max_threads() -> i32 {
     if state::thread_view().level > 0 {
         return 1;
     }
-    if state::is_spmd() { arch::num_threads_in_block() as i32 } else { state::max_workers().max(1) as i32 }
+    state::level_zero_thread_limit() as i32
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_thread_limit() -> i32 {
-    if state::is_spmd() { arch::num_threads_in_block() as i32 } else { state::max_workers().max(1) as i32 }
+    state::level_zero_thread_limit() as i32
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_team_num() -> i32 {

@@ -112,6 +112,12 @@ pub fn max_workers() -> u32 {
     arch::num_threads_in_block().saturating_sub(arch::warp_size())
 }
 
+/// Threads a team-level parallel region can get: the whole block in SPMD mode, the workers
+/// (at least one: the main thread itself) in generic mode.
+pub fn level_zero_thread_limit() -> u32 {
+    if is_spmd() { arch::num_threads_in_block() } else { max_workers().max(1) }
+}
+
 /// The calling thread's OpenMP view: (level, thread number, team size, in an active region).
 pub struct ThreadView {
     pub level: u32,
