@@ -4,6 +4,16 @@
 //! - `dist/lib/libomptarget-nvptx.bc` (`--libomptarget-nvptx-bc-path`, linked per compile),
 //! - `dist/lib/libomptarget-amdgpu.bc`,
 //! - `dist/lib/<triple>/libompdevice.a` (the device link's `-lompdevice`).
+//!
+//! One runtime, two ways in: clang links the `.bc` into every nvptx translation unit with
+//! `-mlink-builtin-bitcode` (only what the unit calls, internalized), and the device link pulls
+//! `libompdevice.a` for what openmp-opt calls later (its own state machine) and for the globals.
+//! Code may exist in several copies; *state* may not. So every mutable global of the runtime has
+//! a name and external linkage, the archive member defines it, and the per-unit `.bc` only
+//! declares it (`llvm-extract --delete`): every copy of the code reads and writes the archive's
+//! one definition, and any number of units link. The build refuses a mutable global that is
+//! internal (it would be duplicated per unit) and an `atomicrmw` with an ordering (clang-22's
+//! NVPTX backend drops it), and checks the machine code of the synchronization entry points.
 
 use crate::bail;
 use crate::util::{self, at, Cmd, Context, Result};
@@ -28,18 +38,21 @@ pub const TARGETS: [Target; 2] = [
         ir: "nvptx",
         bc_name: "libomptarget-nvptx.bc",
         rustflags: None,
-        // Resolved by the CUDA driver when it loads the image.
-        allowed_undefined: &["malloc", "free", "vprintf"],
+        // Resolved by the CUDA driver when it loads the image; the dynamic shared memory array
+        // is `.extern .shared` by definition (sized at launch).
+        allowed_undefined: &["malloc", "free", "vprintf", "__rustomp_dynamic_shared"],
     },
     Target {
         triple: "amdgcn-amd-amdhsa",
         ir: "amdgcn",
         bc_name: "libomptarget-amdgpu.bc",
         rustflags: Some("-Ctarget-cpu=gfx90a"),
-        allowed_undefined: &[],
+        // Dynamic LDS: an external zero-sized LDS array, placed after the static LDS at launch.
+        allowed_undefined: &["__rustomp_dynamic_shared"],
     },
 ];
 
+/// Runtime state the host plugins look up, besides what is kept `used` (see PROTECTED_GLOBALS).
 /// Symbols every runtime bitcode must define.
 const REQUIRED: [&str; 3] = [
     "__kmpc_target_init",
@@ -94,8 +107,8 @@ pub fn run(force: bool) -> Result<()> {
     let shared_bytes = team_shared_bytes()?;
     for t in &TARGETS {
         util::step(&format!("devicertl: {}", t.triple));
-        let bc = build_one(t, shared_bytes)?;
-        lay_out(t, &bc)?;
+        let built = build_one(t, shared_bytes)?;
+        lay_out(t, &built)?;
     }
     println!("devicertl: wrote {}", util::show(&dist_lib()));
     Ok(())
@@ -127,9 +140,9 @@ fn parse_team_shared_bytes(text: &str) -> Option<u64> {
     })
 }
 
-/// Runs the Rust build, links the target's .ll, strips CPU attributes, checks symbols.
-/// Returns the final bitcode path.
-fn build_one(t: &Target, shared_bytes: u64) -> Result<PathBuf> {
+/// Runs the Rust build, links the target's .ll, strips CPU attributes, checks symbols,
+/// atomics and machine code, and makes the per-unit variant.
+fn build_one(t: &Target, shared_bytes: u64) -> Result<Built> {
     let target_dir = at("target/device");
     let work = target_dir.join(t.triple);
     util::mkdirs(&work)?;
@@ -198,7 +211,7 @@ fn build_one(t: &Target, shared_bytes: u64) -> Result<PathBuf> {
     let text = remove_string_attr(&text, "target-features");
     let text = protect_globals(&text, &PROTECTED_GLOBALS)?;
     let text = keep_used(&text, &PROTECTED_GLOBALS)?;
-    util::write(&final_ll, text)?;
+    util::write(&final_ll, &text)?;
     Cmd::new("llvm-as-22")
         .arg(&final_ll)
         .arg("-o")
@@ -209,9 +222,134 @@ fn build_one(t: &Target, shared_bytes: u64) -> Result<PathBuf> {
         ))
         .run()?;
 
-    // 4. Check the symbols.
+    // 4. Check the symbols, the atomics and the machine code of the synchronization.
     check_symbols(t, &final_bc)?;
-    Ok(final_bc)
+    check_atomic_orderings(t, &text)?;
+    crate::devicecode::check(t, &final_bc, &work)?;
+
+    // 5. The per-unit bitcode: the same code, the state only declared.
+    let state = state_globals(&text).map_err(|e| util::Error(format!("{}: {e}", t.triple)))?;
+    let builtin_bc = work.join("builtin.bc");
+    let mut extract = Cmd::new("llvm-extract-22");
+    extract.arg("--delete").arg("--glob=llvm.used");
+    for g in &state {
+        extract.arg(format!("--glob={g}"));
+    }
+    extract
+        .arg(&final_bc)
+        .arg("-o")
+        .arg(&builtin_bc)
+        .hint(hint)
+        .run()?;
+    let builtin_ll = work.join("builtin.ll");
+    Cmd::new("llvm-dis-22")
+        .arg(&builtin_bc)
+        .arg("-o")
+        .arg(&builtin_ll)
+        .hint(hint)
+        .run()?;
+    let left = state_globals(&util::read(&builtin_ll)?).unwrap_or_default();
+    if !left.is_empty() {
+        bail!(
+            "{}: the per-unit runtime bitcode still defines state {:?}: every translation unit would get its own copy",
+            t.triple,
+            left
+        );
+    }
+    println!(
+        "{}: state defined once, in libompdevice.a: {}",
+        t.triple,
+        state.join(" ")
+    );
+    Ok(Built {
+        archive_member: final_bc,
+        per_unit: builtin_bc,
+    })
+}
+
+/// The two bitcode files of one target.
+struct Built {
+    /// `libompdevice.a`'s member: code and state.
+    archive_member: PathBuf,
+    /// `libomptarget-<arch>.bc`: code, state declared only.
+    per_unit: PathBuf,
+}
+
+/// Mutable global definitions of a textual module (its runtime state), by name. An error when
+/// one is internal or private: it could not be shared between the copies of the code.
+fn state_globals(ll: &str) -> std::result::Result<Vec<String>, String> {
+    let mut state = Vec::new();
+    let mut private = Vec::new();
+    for line in ll.lines() {
+        let Some(rest) = line.strip_prefix('@') else {
+            continue;
+        };
+        let Some((name, rhs)) = rest.split_once(" = ") else {
+            continue;
+        };
+        let name = name.trim_matches('"');
+        if name.starts_with("llvm.") {
+            continue;
+        }
+        let toks: Vec<&str> = rhs.split(' ').collect();
+        let Some(kind) = toks.iter().position(|t| *t == "global" || *t == "constant") else {
+            continue; // aliases, ifuncs
+        };
+        let prefix = &toks[..kind];
+        if toks[kind] == "constant"
+            || prefix
+                .iter()
+                .any(|t| *t == "external" || *t == "extern_weak")
+        {
+            continue;
+        }
+        if prefix.iter().any(|t| *t == "internal" || *t == "private") {
+            private.push(name.to_string());
+        } else {
+            state.push(name.to_string());
+        }
+    }
+    if !private.is_empty() {
+        return Err(format!(
+            "mutable globals with internal linkage {private:?}: runtime state needs a #[no_mangle] name \
+             (clang links the runtime into every translation unit; an internal global would exist once per unit)"
+        ));
+    }
+    Ok(state)
+}
+
+/// clang-22's NVPTX backend lowers an `atomicrmw` with acquire, release, acq_rel or seq_cst
+/// ordering to a relaxed `atom` without a fence. The runtime uses relaxed RMWs with explicit
+/// fences, or compare-exchange (lowered correctly); this keeps it that way.
+fn check_atomic_orderings(t: &Target, ll: &str) -> Result<()> {
+    let mut function = "";
+    let mut bad = BTreeSet::new();
+    for line in ll.lines() {
+        if line.starts_with("define ") {
+            function = line
+                .split('@')
+                .nth(1)
+                .and_then(|r| r.split('(').next())
+                .unwrap_or("?");
+        }
+        let trimmed = line.trim_start();
+        let is_rmw = trimmed.starts_with("atomicrmw ") || trimmed.contains(" = atomicrmw ");
+        if is_rmw
+            && line
+                .split([' ', ','])
+                .any(|tok| matches!(tok, "acquire" | "release" | "acq_rel" | "seq_cst"))
+        {
+            bad.insert(function.to_string());
+        }
+    }
+    if !bad.is_empty() {
+        bail!(
+            "{}: atomicrmw with an ordering in {} (clang-22's NVPTX backend drops the ordering: use a relaxed RMW with arch::team_fence_release/acquire or core::sync::atomic::fence, or compare_exchange)",
+            t.triple,
+            bad.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// Removes every `"key"="value"` string attribute (and the space before it).
@@ -458,13 +596,13 @@ fn check_symbols(t: &Target, bc: &Path) -> Result<()> {
     Ok(())
 }
 
-fn lay_out(t: &Target, bc: &Path) -> Result<()> {
+fn lay_out(t: &Target, built: &Built) -> Result<()> {
     let lib = dist_lib();
-    util::install(bc, &lib.join(t.bc_name))?;
+    util::install(&built.per_unit, &lib.join(t.bc_name))?;
     // The archive member must be called devicertl.bc: stage it under that name.
     let stage = at("target/device").join(t.triple).join("ar");
     util::mkdirs(&stage)?;
-    util::install(bc, &stage.join("devicertl.bc"))?;
+    util::install(&built.archive_member, &stage.join("devicertl.bc"))?;
     let archive = lib.join(t.triple).join("libompdevice.a");
     util::mkdirs(archive.parent().unwrap_or(&lib))?;
     let tmp = archive.with_extension("a.tmp");
@@ -534,6 +672,33 @@ mod tests {
         assert!(out.ends_with(
             "@llvm.used = appending global [1 x ptr] [ptr @env], section \"llvm.metadata\"\n"
         ));
+    }
+
+    #[test]
+    fn state_is_the_mutable_definitions() {
+        let ll = "@llvm.used = appending global [1 x ptr] [ptr @a], section \"llvm.metadata\"\n\
+                  @a = weak protected global [8 x i8] zeroinitializer, align 8\n\
+                  @b = addrspace(3) global [16 x i8] undef, align 16\n\
+                  @c = private unnamed_addr constant [1 x i8] c\"-\", align 1\n\
+                  @d = external addrspace(3) global [0 x i8], align 16\n\
+                  @e = weak local_unnamed_addr constant [4 x i8] zeroinitializer\n\
+                  @f = unnamed_addr alias i32 (), ptr @g\n";
+        assert_eq!(
+            state_globals(ll).unwrap(),
+            vec!["a".to_string(), "b".to_string()]
+        );
+        let internal = "@_RNvHEAP = internal addrspace(1) global [8 x i8] zeroinitializer\n";
+        assert!(state_globals(internal).unwrap_err().contains("_RNvHEAP"));
+    }
+
+    #[test]
+    fn ordered_atomicrmw_is_refused() {
+        let t = &TARGETS[0];
+        let ok = "define void @f() {\n  %1 = atomicrmw add ptr %p, i32 1 monotonic, align 4\n  %2 = cmpxchg ptr %p, i32 0, i32 1 acq_rel acquire\n}\n";
+        assert!(check_atomic_orderings(t, ok).is_ok());
+        let bad = "define hidden void @g(ptr %p) {\n  %1 = atomicrmw add ptr %p, i32 1 syncscope(\"block\") acq_rel, align 4\n}\n";
+        let err = check_atomic_orderings(t, bad).unwrap_err().to_string();
+        assert!(err.contains(" g"), "{err}");
     }
 
     #[test]

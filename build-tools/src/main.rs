@@ -3,6 +3,7 @@
 mod bench;
 mod cc;
 mod demo;
+mod devicecode;
 mod devicertl;
 mod host;
 mod setup;

@@ -245,7 +245,11 @@ const PROBE_ARCHS: [&str; 2] = ["sm_90", "gfx90a"];
 /// Probes written with OpenMP 5.2's `declare target enter` need `-fopenmp-version=52`; the
 /// others use 5.1's `declare target to`, which 5.2 rejects (clang-22 defaults to 5.1).
 fn probe_openmp_version(text: &str) -> &'static str {
-    if text.contains("declare target enter") { "-fopenmp-version=52" } else { "-fopenmp-version=51" }
+    if text.contains("declare target enter") {
+        "-fopenmp-version=52"
+    } else {
+        "-fopenmp-version=51"
+    }
 }
 
 fn probe(

@@ -3,10 +3,21 @@
 target datalayout = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 target triple = "nvptx64-nvidia-cuda"
 
-@__rustomp_team_shared = internal addrspace(3) global [TEAM_SHARED_BYTES x i8] undef, align 16
+; The team state. External, not internal: clang links the runtime into every translation unit
+; (-mlink-builtin-bitcode, internalized) and the device link adds libompdevice.a for calls that
+; openmp-opt inserts later. The per-TU bitcode only declares this (xtask strips the definition),
+; so every copy of the code reads and writes the one definition in libompdevice.a.
+@__rustomp_team_shared = addrspace(3) global [TEAM_SHARED_BYTES x i8] undef, align 16
+
+; Dynamic shared memory (the launch's dynamic size, after all static shared memory).
+@__rustomp_dynamic_shared = external addrspace(3) global [0 x i8], align 16
 
 define hidden ptr @__rustomp_team_shared_ptr() #0 {
   ret ptr addrspacecast (ptr addrspace(3) @__rustomp_team_shared to ptr)
+}
+
+define hidden ptr @__rustomp_dynamic_shared_ptr() #0 {
+  ret ptr addrspacecast (ptr addrspace(3) @__rustomp_dynamic_shared to ptr)
 }
 
 ; All threads of the CTA meet; barrier.sync orders their memory accesses at CTA scope. Not the
@@ -18,12 +29,32 @@ define hidden void @__rustomp_team_barrier() #1 {
   ret void
 }
 
+; A parallel region on part of the team (`count` threads, a multiple of the warp size): named
+; barrier 1, which orders the participants' memory like barrier 0 does for the whole CTA.
+define hidden void @__rustomp_region_barrier(i32 %count) #1 {
+  call void @llvm.nvvm.barrier.cta.sync.count(i32 1, i32 %count)
+  ret void
+}
+
 define hidden void @__rustomp_team_fence() #1 {
   fence syncscope("block") seq_cst
   ret void
 }
 
+; One-sided CTA-scope fences: clang-22's NVPTX backend drops the ordering of atomicrmw
+; (acq_rel/release become a relaxed atom), so counters pair a relaxed RMW with these.
+define hidden void @__rustomp_team_fence_release() #1 {
+  fence syncscope("block") release
+  ret void
+}
+
+define hidden void @__rustomp_team_fence_acquire() #1 {
+  fence syncscope("block") acquire
+  ret void
+}
+
 declare void @llvm.nvvm.barrier.cta.sync.all(i32) #2
+declare void @llvm.nvvm.barrier.cta.sync.count(i32, i32) #2
 
 attributes #0 = { alwaysinline nounwind readnone }
 attributes #1 = { alwaysinline convergent nounwind }

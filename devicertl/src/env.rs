@@ -35,8 +35,10 @@ impl<T: Copy> DeviceGlobal<T> {
     }
 }
 
+/// Weak, protected and used, as LLVM's: the plugin finds it by name in the loaded image.
 #[unsafe(no_mangle)]
 #[used]
+#[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), linkage = "weak")]
 pub static __omp_rtl_device_environment: DeviceGlobal<DeviceEnvironment> =
     DeviceGlobal::new(DeviceEnvironment {
         debug_kind: 0,

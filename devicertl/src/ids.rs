@@ -29,7 +29,13 @@ pub extern "C" fn omp_get_ancestor_thread_num(level: i32) -> i32 {
     match level {
         0 => 0,
         l if l == view.level as i32 => view.thread_num as i32,
-        l if l > 0 && l < view.level as i32 => if l == 1 { arch::thread_id_in_block() as i32 } else { 0 },
+        l if l > 0 && l < view.level as i32 => {
+            if l == 1 {
+                arch::thread_id_in_block() as i32
+            } else {
+                0
+            }
+        }
         _ => -1,
     }
 }

@@ -6,7 +6,7 @@
 //! worth) wait in the state machine and run each parallel region the main thread opens, until
 //! `__kmpc_target_deinit` releases them.
 
-use crate::{arch, parallel, state};
+use crate::{arch, parallel, state, workshare};
 use core::sync::atomic::Ordering;
 use rustomp_abi::{exec_mode, KernelEnvironment, KernelLaunchEnvironment};
 
@@ -88,14 +88,22 @@ pub extern "C" fn __kmpc_kernel_end_parallel() {
     state::set_thread_flags(arch::thread_id_in_block(), 0);
 }
 
-/// Ends the kernel: in generic mode the main thread releases the workers.
+/// Ends the kernel: in generic mode the main thread releases the workers. Then, once no thread
+/// of the team runs any more code that could use it, per-thread loop state goes back to the heap.
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_target_deinit() {
+    let tid = arch::thread_id_in_block();
     if state::is_spmd() {
+        // Every thread of an SPMD kernel ends here.
+        arch::team_barrier();
+        if tid == 0 {
+            workshare::release_own_loops();
+        }
         return;
     }
-    if arch::thread_id_in_block() == state::main_thread_id() {
+    if tid == state::main_thread_id() {
         state::team().work_fn.store(0, Ordering::Release);
         arch::team_barrier();
+        workshare::release_own_loops();
     }
 }

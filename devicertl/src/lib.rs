@@ -26,6 +26,7 @@ pub mod indirect;
 pub mod kernel;
 pub mod memory;
 pub mod misc;
+pub mod ompx;
 pub mod parallel;
 pub mod printf;
 pub mod reduction;

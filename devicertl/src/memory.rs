@@ -1,8 +1,8 @@
 //! Device memory: the team-shared stack behind `__kmpc_alloc_shared` (with a heap fallback),
 //! `omp_alloc`/`omp_free`, and on amdgcn the device heap behind `malloc`/`free`.
 
-use crate::state::{self, SHARED_STACK_BYTES};
 use crate::arch;
+use crate::state::{self, SHARED_STACK_BYTES};
 use core::ffi::c_void;
 use core::sync::atomic::Ordering;
 
@@ -32,7 +32,8 @@ pub fn alloc_shared(bytes: usize) -> *mut u8 {
     if !state::is_spmd() && arch::thread_id_in_block() == state::main_thread_id() {
         let top = team.stack_top.load(Ordering::Relaxed) as usize;
         if top + rounded <= SHARED_STACK_BYTES {
-            team.stack_top.store((top + rounded) as u32, Ordering::Relaxed);
+            team.stack_top
+                .store((top + rounded) as u32, Ordering::Relaxed);
             return (stack_range().0 + top) as *mut u8;
         }
     }
@@ -49,7 +50,9 @@ pub(crate) fn free_shared(ptr: *mut u8, bytes: usize) {
     if (low..high).contains(&addr) {
         // Stack discipline: the compiler frees in reverse order of allocation.
         let rounded = bytes.div_ceil(SHARED_ALIGN) * SHARED_ALIGN;
-        state::team().stack_top.store((addr - low) as u32, Ordering::Relaxed);
+        state::team()
+            .stack_top
+            .store((addr - low) as u32, Ordering::Relaxed);
         debug_assert!(addr - low + rounded <= SHARED_STACK_BYTES);
     } else {
         // SAFETY: outside the team stack, `alloc_shared` took it from the heap.
@@ -85,7 +88,10 @@ pub extern "C" fn omp_free(ptr: *mut c_void, _allocator: usize) {
     }
 }
 #[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_alloc_aggregate_arg(local: *mut c_void, _global: *mut c_void) -> *mut c_void {
+pub extern "C" fn __kmpc_alloc_aggregate_arg(
+    local: *mut c_void,
+    _global: *mut c_void,
+) -> *mut c_void {
     local
 }
 
@@ -101,21 +107,27 @@ pub mod heap {
     struct Region(UnsafeCell<[u8; HEAP_BYTES]>);
     // SAFETY: the heap hands out disjoint blocks of the region (atomic bump pointer and free lists).
     unsafe impl Sync for Region {}
-    static REGION: Region = Region(UnsafeCell::new([0; HEAP_BYTES]));
-    static HEAP: SizeClassHeap = SizeClassHeap::new();
+    // Named, not internal: runtime state must have one definition per image (see
+    // build-tools/src/devicertl.rs), whatever copies of the code clang links.
+    #[unsafe(no_mangle)]
+    #[allow(non_upper_case_globals)]
+    static __rustomp_heap_region: Region = Region(UnsafeCell::new([0; HEAP_BYTES]));
+    #[unsafe(no_mangle)]
+    #[allow(non_upper_case_globals)]
+    static __rustomp_heap: SizeClassHeap = SizeClassHeap::new();
 
     /// # Safety
     /// None beyond C's: the result is null or `size` bytes nobody else holds.
     #[unsafe(no_mangle)]
     pub unsafe extern "C" fn malloc(size: usize) -> *mut u8 {
         // SAFETY: always the same 16-byte aligned region.
-        unsafe { HEAP.alloc(REGION.0.get() as *mut u8, HEAP_BYTES, size) }
+        unsafe { __rustomp_heap.alloc(__rustomp_heap_region.0.get() as *mut u8, HEAP_BYTES, size) }
     }
     /// # Safety
     /// As C's: `ptr` is null or came from `malloc` and is not used afterwards.
     #[unsafe(no_mangle)]
     pub unsafe extern "C" fn free(ptr: *mut u8) {
         // SAFETY: as above; guaranteed by the caller.
-        unsafe { HEAP.free(REGION.0.get() as *mut u8, ptr) }
+        unsafe { __rustomp_heap.free(__rustomp_heap_region.0.get() as *mut u8, ptr) }
     }
 }

@@ -19,7 +19,12 @@ type Microtask = *mut c_void;
 /// `args` holds `nargs` values.
 // clippy does not see the SAFETY comments inside the macro expansion below.
 #[allow(clippy::undocumented_unsafe_blocks)]
-unsafe fn invoke_microtask(thread_num: u32, fn_ptr: Microtask, args: *mut *mut c_void, nargs: usize) {
+unsafe fn invoke_microtask(
+    thread_num: u32,
+    fn_ptr: Microtask,
+    args: *mut *mut c_void,
+    nargs: usize,
+) {
     let mut gtid = thread_num as i32;
     let mut btid = 0i32;
     let (g, b) = (&mut gtid as *mut i32, &mut btid as *mut i32);
@@ -63,10 +68,18 @@ unsafe fn invoke_microtask(thread_num: u32, fn_ptr: Microtask, args: *mut *mut c
         26 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25),
         27 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26),
         28 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27),
-        29 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28),
-        30 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29),
-        31 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30),
-        32 => call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31),
+        29 => {
+            call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28)
+        }
+        30 => {
+            call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29)
+        }
+        31 => {
+            call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30)
+        }
+        32 => {
+            call_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31)
+        }
         // More captured variables than any outlined region clang packs: stop loudly.
         _ => arch::trap(),
     }
@@ -92,7 +105,11 @@ fn requested_threads(if_expr: i32, num_threads: i32, available: u32) -> u32 {
     if if_expr == 0 {
         return 1;
     }
-    let wanted = if num_threads > 0 { num_threads as u32 } else { available };
+    let wanted = if num_threads > 0 {
+        num_threads as u32
+    } else {
+        available
+    };
     wanted.clamp(1, available.max(1))
 }
 

@@ -28,7 +28,11 @@ pub struct Line<const N: usize> {
 
 impl<const N: usize> Line<N> {
     pub const fn new() -> Self {
-        Self { bytes: [0; N], len: 0, wanted: 0 }
+        Self {
+            bytes: [0; N],
+            len: 0,
+            wanted: 0,
+        }
     }
     fn push(&mut self, byte: u8) {
         if self.len < N {
@@ -158,11 +162,19 @@ pub unsafe fn format<const N: usize>(format: *const u8, args: &mut impl Args, ou
         }
         match c {
             b'd' | b'i' => {
-                let value = if spec.long { args.long() } else { narrow_signed(args.int(), spec.short) };
+                let value = if spec.long {
+                    args.long()
+                } else {
+                    narrow_signed(args.int(), spec.short)
+                };
                 integer(out, &spec, Some(value < 0), value.unsigned_abs(), 10, false);
             }
             b'u' | b'o' | b'x' | b'X' => {
-                let value = if spec.long { args.long() as u64 } else { narrow_unsigned(args.int(), spec.short) };
+                let value = if spec.long {
+                    args.long() as u64
+                } else {
+                    narrow_unsigned(args.int(), spec.short)
+                };
                 let radix = match c {
                     b'o' => 8,
                     b'u' => 10,
@@ -184,11 +196,23 @@ pub unsafe fn format<const N: usize>(format: *const u8, args: &mut impl Args, ou
                     unsafe { c_string(s, spec.precision.unwrap_or(usize::MAX)) }
                 };
                 let text = &text[..text.len().min(spec.precision.unwrap_or(usize::MAX))];
-                pad(out, &Spec { zero: false, ..spec }, text.len(), |o| o.extend(text));
+                pad(
+                    out,
+                    &Spec {
+                        zero: false,
+                        ..spec
+                    },
+                    text.len(),
+                    |o| o.extend(text),
+                );
             }
             b'p' => {
                 let value = args.pointer() as u64;
-                let spec = Spec { alternate: true, long: true, ..spec };
+                let spec = Spec {
+                    alternate: true,
+                    long: true,
+                    ..spec
+                };
                 integer(out, &spec, None, value, 16, false);
             }
             b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A' => {
@@ -240,7 +264,12 @@ unsafe fn c_string<'a>(s: *const u8, limit: usize) -> &'a [u8] {
 }
 
 /// Pads `len` bytes written by `body` to the field width.
-fn pad<const N: usize>(out: &mut Line<N>, spec: &Spec, len: usize, body: impl FnOnce(&mut Line<N>)) {
+fn pad<const N: usize>(
+    out: &mut Line<N>,
+    spec: &Spec,
+    len: usize,
+    body: impl FnOnce(&mut Line<N>),
+) {
     let fill = spec.width.saturating_sub(len);
     if !spec.left {
         out.push_n(b' ', fill);
@@ -252,7 +281,14 @@ fn pad<const N: usize>(out: &mut Line<N>, spec: &Spec, len: usize, body: impl Fn
 }
 
 /// Sign or prefix, then zeros (from the `0` flag or a precision), then the digits.
-fn number<const N: usize>(out: &mut Line<N>, spec: &Spec, prefix: &[u8], zeros: usize, digits: &[u8], zero_pad: bool) {
+fn number<const N: usize>(
+    out: &mut Line<N>,
+    spec: &Spec,
+    prefix: &[u8],
+    zeros: usize,
+    digits: &[u8],
+    zero_pad: bool,
+) {
     let len = prefix.len() + zeros + digits.len();
     let fill = spec.width.saturating_sub(len);
     if spec.left {
@@ -286,8 +322,19 @@ fn sign(spec: &Spec, negative: bool) -> &'static [u8] {
 
 /// `negative`: `Some` for signed conversions (which take the `+` and space flags), `None` for
 /// unsigned ones.
-fn integer<const N: usize>(out: &mut Line<N>, spec: &Spec, negative: Option<bool>, value: u64, radix: u64, upper: bool) {
-    let table: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
+fn integer<const N: usize>(
+    out: &mut Line<N>,
+    spec: &Spec,
+    negative: Option<bool>,
+    value: u64,
+    radix: u64,
+    upper: bool,
+) {
+    let table: &[u8; 16] = if upper {
+        b"0123456789ABCDEF"
+    } else {
+        b"0123456789abcdef"
+    };
     let mut buf = [0u8; 24];
     let mut start = buf.len();
     let mut v = value;
@@ -470,6 +517,12 @@ impl Default for PrintfBuffer {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Appends raw text to the device output (amdgcn: the buffer the plugin drains).
+#[cfg(target_arch = "amdgpu")]
+pub fn print_bytes(text: &[u8]) {
+    device::__rustomp_printf_buffer.append(text, false);
 }
 
 #[cfg(target_arch = "amdgpu")]

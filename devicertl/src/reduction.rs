@@ -14,7 +14,8 @@ use crate::{arch, state};
 use core::ffi::c_void;
 use core::sync::atomic::{fence, AtomicU32, Ordering};
 
-pub type ShuffleReduceFn = unsafe extern "C" fn(list: *mut c_void, lane: i16, offset: i16, algorithm: i16);
+pub type ShuffleReduceFn =
+    unsafe extern "C" fn(list: *mut c_void, lane: i16, offset: i16, algorithm: i16);
 pub type InterWarpCopyFn = unsafe extern "C" fn(list: *mut c_void, warps: i32);
 pub type ListGlobalFn = unsafe extern "C" fn(buffer: *mut c_void, slot: i32, list: *mut c_void);
 
@@ -41,7 +42,12 @@ unsafe fn reduce_full_warp(list: *mut c_void, shuffle_reduce: ShuffleReduceFn) {
 ///
 /// # Safety
 /// As `reduce_full_warp`, for the lanes that execute it.
-unsafe fn reduce_partial_warp(list: *mut c_void, shuffle_reduce: ShuffleReduceFn, size: u32, lane: u32) {
+unsafe fn reduce_partial_warp(
+    list: *mut c_void,
+    shuffle_reduce: ShuffleReduceFn,
+    size: u32,
+    lane: u32,
+) {
     let mut size = size;
     while size > 1 {
         // SAFETY: forwarded from the caller.
@@ -103,7 +109,15 @@ pub unsafe extern "C" fn __kmpc_nvptx_parallel_reduce_nowait_v2(
         return 1;
     }
     // SAFETY: forwarded; the region's threads are 0..num_threads of the block.
-    unsafe { reduce_block(list, shuffle_reduce, inter_warp_copy, view.num_threads, view.thread_num) };
+    unsafe {
+        reduce_block(
+            list,
+            shuffle_reduce,
+            inter_warp_copy,
+            view.num_threads,
+            view.thread_num,
+        )
+    };
     (view.thread_num == 0) as i32
 }
 
@@ -159,7 +173,11 @@ pub unsafe extern "C" fn __kmpc_nvptx_teams_reduce_nowait_v2(
     global_to_list_reduce: ListGlobalFn,
 ) -> i32 {
     let spmd = state::is_spmd();
-    let (tid, threads) = if spmd { (arch::thread_id_in_block(), arch::num_threads_in_block()) } else { (0, 1) };
+    let (tid, threads) = if spmd {
+        (arch::thread_id_in_block(), arch::num_threads_in_block())
+    } else {
+        (0, 1)
+    };
     let team_num = arch::block_id();
     let teams = arch::num_blocks();
     let slots = slots.max(1);
@@ -186,7 +204,9 @@ pub unsafe extern "C" fn __kmpc_nvptx_teams_reduce_nowait_v2(
         }
         fence(Ordering::Release);
         let arrival = deposited
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(if n >= slots - 1 { 0 } else { n + 1 }))
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(if n >= slots - 1 { 0 } else { n + 1 })
+            })
             .unwrap_or_else(|n| n);
         team.scratch[state::SCRATCH_REDUCTION_BASE].store(base as u64, Ordering::Relaxed);
         team.scratch[state::SCRATCH_REDUCTION_ARRIVAL].store(arrival as u64, Ordering::Relaxed);
@@ -203,8 +223,10 @@ pub unsafe extern "C" fn __kmpc_nvptx_teams_reduce_nowait_v2(
 
     if arrival != teams - base - 1 {
         if is_master && arrival == slots - 1 {
-            // This chunk is complete: let the next `slots` teams in.
-            chunk_base.fetch_add(slots, Ordering::AcqRel);
+            // This chunk is complete: let the next `slots` teams in. The fence releases what
+            // this chunk wrote (a release RMW loses its ordering on clang-22 NVPTX).
+            fence(Ordering::Release);
+            chunk_base.fetch_add(slots, Ordering::Relaxed);
         }
         return 0;
     }
@@ -236,10 +258,13 @@ pub unsafe extern "C" fn __kmpc_nvptx_teams_reduce_nowait_v2(
 }
 
 /// Warp shuffle for the compiler's reduction callbacks: the value of lane `lane + delta` within
-/// segments of `width` lanes, or the caller's own value past the segment.
+/// segments of `width` lanes, or the caller's own value past the segment. The mask is the full
+/// warp, as LLVM's: every lane reaches the reduction's shuffles, and a mask read with
+/// `activemask()` after divergence (the data-dependent loop before a reduction) may leave out
+/// the source lane, whose value is then undefined.
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_shuffle_int32(value: i32, delta: i16, width: i16) -> i32 {
-    arch::shuffle_down_u32(arch::active_mask(), value as u32, delta as u32, width as u32) as i32
+    arch::shuffle_down_u32(arch::FULL_MASK, value as u32, delta as u32, width as u32) as i32
 }
 
 #[unsafe(no_mangle)]

@@ -42,8 +42,10 @@ pub struct TeamState {
     /// Software barrier for a subset of the team: arrivals and generation.
     pub barrier_arrived: AtomicU32,
     pub barrier_generation: AtomicU32,
-    /// Dynamic loop schedule shared by the threads of a region.
+    /// Dynamic loop schedule shared by the threads of a team-wide region.
     pub dispatch: crate::workshare::DispatchState,
+    /// Per-thread stacks of loops a thread runs alone (see `workshare`), or null.
+    pub own_loops: AtomicPtr<AtomicPtr<crate::workshare::DispatchState>>,
     /// Words one thread publishes to the others of its team (indices below).
     pub scratch: [AtomicU64; 32],
     pub shared_args_slots: [AtomicPtr<c_void>; SHARED_ARG_SLOTS],
@@ -67,12 +69,15 @@ pub fn init_team(exec_mode: u8, launch_env: *mut KernelLaunchEnvironment) {
     team.exec_mode.store(exec_mode as u32, Ordering::Relaxed);
     team.parallel_team_size.store(1, Ordering::Relaxed);
     team.work_fn.store(0, Ordering::Relaxed);
-    team.shared_args.store(core::ptr::null_mut(), Ordering::Relaxed);
+    team.shared_args
+        .store(core::ptr::null_mut(), Ordering::Relaxed);
     team.launch_env.store(launch_env, Ordering::Relaxed);
     team.stack_top.store(0, Ordering::Relaxed);
     team.barrier_arrived.store(0, Ordering::Relaxed);
     team.barrier_generation.store(0, Ordering::Relaxed);
     team.dispatch.reset();
+    team.own_loops
+        .store(core::ptr::null_mut(), Ordering::Relaxed);
 }
 
 /// Each thread clears its own slot before the first barrier of the kernel.
@@ -84,7 +89,10 @@ pub fn init_thread(tid: u32) {
 
 #[inline(always)]
 pub fn thread_flags(tid: u32) -> u8 {
-    team().thread_flags.get(tid as usize).map_or(0, |f| f.load(Ordering::Relaxed))
+    team()
+        .thread_flags
+        .get(tid as usize)
+        .map_or(0, |f| f.load(Ordering::Relaxed))
 }
 
 #[inline(always)]
@@ -115,7 +123,11 @@ pub fn max_workers() -> u32 {
 /// Threads a team-level parallel region can get: the whole block in SPMD mode, the workers
 /// (at least one: the main thread itself) in generic mode.
 pub fn level_zero_thread_limit() -> u32 {
-    if is_spmd() { arch::num_threads_in_block() } else { max_workers().max(1) }
+    if is_spmd() {
+        arch::num_threads_in_block()
+    } else {
+        max_workers().max(1)
+    }
 }
 
 /// The calling thread's OpenMP view: (level, thread number, team size, in an active region).

@@ -1,38 +1,78 @@
 //! Barriers, critical sections, single/master/masked, warp masks and flushes.
 
-use crate::{arch, state};
+use crate::{arch, memory, state};
 use core::ffi::c_void;
 use core::sync::atomic::{fence, AtomicU32, Ordering};
 
-/// Waits until the `count` threads of the current region arrived. All threads of the team: the
-/// hardware barrier; a subset (a generic-mode region on part of the workers): a counting barrier
-/// in team-shared memory.
+/// Waits until the `count` threads of the current region arrived, and orders their memory
+/// accesses at team scope. The whole team: the hardware barrier; whole warps (generic-mode
+/// regions are whole warps): a named barrier where the target has them; any other subset: a
+/// counting barrier in team-shared memory.
 pub fn region_barrier(count: u32) {
     if count <= 1 {
-        fence(Ordering::SeqCst);
+        arch::team_fence();
         return;
     }
-    if count == arch::num_threads_in_block() {
+    if count >= arch::num_threads_in_block() {
         arch::team_barrier();
         return;
     }
+    if arch::HAS_REGION_BARRIER && count % arch::warp_size() == 0 {
+        arch::region_barrier(count);
+        return;
+    }
+    counting_barrier(count);
+}
+
+/// A barrier of the region's threads `0..count` that counts arrivals, one arrival per warp.
+///
+/// - Ordering is explicit: clang-22's NVPTX backend lowers an acq_rel/release `atomicrmw` to a
+///   relaxed `atom` with no fence, so the RMW is relaxed and paired with fences (release before
+///   arriving, acquire after the last arrival is seen), and the generation is published with a
+///   release store.
+/// - Lanes of one warp never wait for each other in different branches (an AMD wavefront runs
+///   one side of a branch to completion first, so a lane spinning on a store that a lane of the
+///   same wave makes in the other branch hangs): the warp's region lanes meet, lane 0 arrives
+///   for all of them and publishes the new generation if it was last, then every lane spins.
+fn counting_barrier(count: u32) {
     let team = state::team();
-    let generation = team.barrier_generation.load(Ordering::Acquire);
-    if team.barrier_arrived.fetch_add(1, Ordering::AcqRel) + 1 == count {
-        team.barrier_arrived.store(0, Ordering::Relaxed);
-        team.barrier_generation.fetch_add(1, Ordering::Release);
+    let warp = arch::warp_size();
+    let tid = arch::thread_id_in_block();
+    let warp_base = tid - tid % warp;
+    let lanes = (count - warp_base).min(warp);
+    let mask = if lanes >= 64 {
+        !0u64
     } else {
-        while team.barrier_generation.load(Ordering::Acquire) == generation {
-            arch::pause();
+        (1u64 << lanes) - 1
+    };
+    arch::sync_warp(mask);
+    let generation = team.barrier_generation.load(Ordering::Acquire);
+    // Every lane has read the generation before its warp arrives.
+    arch::sync_warp(mask);
+    if tid == warp_base {
+        arch::team_fence_release();
+        if team.barrier_arrived.fetch_add(lanes, Ordering::Relaxed) + lanes == count {
+            team.barrier_arrived.store(0, Ordering::Relaxed);
+            arch::team_fence_acquire();
+            team.barrier_generation
+                .store(generation.wrapping_add(1), Ordering::Release);
         }
     }
+    while team.barrier_generation.load(Ordering::Acquire) == generation {
+        arch::pause();
+    }
+    arch::team_fence_acquire();
 }
 
 /// Threads that meet at a barrier of the current region.
 fn current_region_threads() -> u32 {
     let view = state::thread_view();
     // Outside any parallel region an SPMD kernel runs its team-level code on every thread.
-    if view.level == 0 && state::is_spmd() { arch::num_threads_in_block() } else { view.num_threads }
+    if view.level == 0 && state::is_spmd() {
+        arch::num_threads_in_block()
+    } else {
+        view.num_threads
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -40,18 +80,25 @@ pub extern "C" fn __kmpc_barrier(_ident: *const c_void, _gtid: i32) {
     region_barrier(current_region_threads());
 }
 
-/// `single copyprivate(...)`: the thread that ran the `single` block publishes its variables,
-/// every other thread of the region copies them with the compiler's `copy(dst, src)`.
+/// `single copyprivate(...)`: the thread that ran the `single` block hands its variables to
+/// every other thread of the region, which copy them with the compiler's `copy(dst, src)`.
+///
+/// clang-22 keeps both the variables and the list of their addresses in the single thread's
+/// private memory (address space 5), which no other GPU thread can read: a pointer into it
+/// means the *reader's* private memory. So the single thread first copies everything into a
+/// staging block on the device heap (a list of pointers plus one copy of each variable) and
+/// publishes that; the others copy from the staging block.
 ///
 /// # Safety
-/// Arguments as clang-22 emits them; every thread of the region calls it.
+/// Arguments as clang-22 emits them (`list_bytes` is the size of the pointer list); every
+/// thread of the region calls it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_copyprivate(
     _ident: *const c_void,
     _gtid: i32,
-    _bytes: usize,
+    list_bytes: usize,
     data: *mut c_void,
-    copy: unsafe extern "C" fn(dst: *mut c_void, src: *mut c_void),
+    copy: CopyFn,
     did_it: i32,
 ) {
     let count = current_region_threads();
@@ -59,16 +106,144 @@ pub unsafe extern "C" fn __kmpc_copyprivate(
         return;
     }
     let published = &state::team().scratch[state::SCRATCH_COPYPRIVATE];
+    let variables = list_bytes / core::mem::size_of::<*mut c_void>();
     if did_it != 0 {
-        published.store(data as u64, Ordering::Relaxed);
+        // SAFETY: forwarded from the caller; this thread owns `data` and the variables.
+        let staged = unsafe { copyprivate::stage(variables, data as *mut *mut u8, copy) };
+        published.store(staged as u64, Ordering::Relaxed);
     }
     region_barrier(count);
+    let staged = published.load(Ordering::Relaxed) as *mut c_void;
     if did_it == 0 {
-        // SAFETY: compiler callback; the source stays live until the barrier below.
-        unsafe { copy(data, published.load(Ordering::Relaxed) as *mut c_void) };
+        // SAFETY: compiler callback; the staging block stays live until the barrier below.
+        unsafe { copy(data, staged) };
     }
     region_barrier(count);
+    if did_it != 0 {
+        // SAFETY: `stage` took it from the heap; every reader is done with it.
+        unsafe { memory::device_free(staged as *mut u8) };
+    }
 }
+
+/// The compiler's `copy(dst_list, src_list)`: `*dst_list[i] = *src_list[i]` for each variable.
+pub type CopyFn = unsafe extern "C" fn(dst: *mut c_void, src: *mut c_void);
+
+pub mod copyprivate {
+    use super::CopyFn;
+    use crate::{arch, memory};
+    use core::ffi::c_void;
+
+    /// Largest copyprivate variable the staging copy measures (bytes of private memory).
+    pub const MAX_VARIABLE_BYTES: usize = 8 << 10;
+    /// The probe buffer: the largest variable plus as much again, so an oversized variable is
+    /// seen writing past the limit instead of past the buffer.
+    const PROBE_WORDS: usize = 2 * MAX_VARIABLE_BYTES / 8;
+
+    /// Copies the `variables` the compiler listed at `src` into one heap block: `variables`
+    /// pointers followed by the copies, each 16-byte aligned. Returns the block (the new list).
+    ///
+    /// The runtime does not know the variables' sizes, only the compiler's `copy` does. Each
+    /// size is measured by letting `copy` write that variable into a probe buffer filled with
+    /// a pattern, twice with different patterns (a byte that equals one pattern differs from
+    /// the other); the other variables are copied onto themselves meanwhile.
+    ///
+    /// # Safety
+    /// `src` is the calling thread's list of `variables` pointers and `copy` the compiler's
+    /// function for that list.
+    pub unsafe fn stage(variables: usize, src: *mut *mut u8, copy: CopyFn) -> *mut *mut u8 {
+        let pointer = core::mem::size_of::<*mut u8>();
+        let probe = memory::device_malloc(PROBE_WORDS * 8) as *mut u64;
+        let probe_list = memory::device_malloc(variables.max(1) * pointer) as *mut *mut u8;
+        let sizes = memory::device_malloc(variables.max(1) * pointer) as *mut usize;
+        if probe.is_null() || probe_list.is_null() || sizes.is_null() {
+            out_of_memory();
+        }
+        let mut total = 0usize;
+        for i in 0..variables {
+            for j in 0..variables {
+                // SAFETY: both lists hold `variables` pointers.
+                unsafe {
+                    *probe_list.add(j) = if j == i {
+                        probe as *mut u8
+                    } else {
+                        *src.add(j)
+                    }
+                };
+            }
+            let mut size = 0usize;
+            for pattern in [0u64, !0u64] {
+                // SAFETY: `probe` has PROBE_WORDS words; `copy` writes variable i into it and
+                // every other variable onto itself.
+                unsafe {
+                    fill(probe, pattern);
+                    copy(probe_list as *mut c_void, src as *mut c_void);
+                    size = size.max(written_bytes(probe, pattern));
+                }
+            }
+            if size > MAX_VARIABLE_BYTES {
+                arch::print_message(
+                    c"rustomp device runtime: a copyprivate variable is larger than 8192 bytes\n",
+                );
+                arch::trap();
+            }
+            // SAFETY: `sizes` holds `variables` entries.
+            unsafe { *sizes.add(i) = size };
+            total += size.div_ceil(16) * 16;
+        }
+        let list_bytes = (variables * pointer).div_ceil(16) * 16;
+        let block = memory::device_malloc(list_bytes + total) as *mut *mut u8;
+        if block.is_null() {
+            out_of_memory();
+        }
+        let mut offset = list_bytes;
+        for i in 0..variables {
+            // SAFETY: `block` has room for the list and every rounded size.
+            unsafe {
+                *block.add(i) = (block as *mut u8).add(offset);
+                offset += (*sizes.add(i)).div_ceil(16) * 16;
+            }
+        }
+        // SAFETY: the staging list points at room for each variable; `copy` fills it.
+        unsafe {
+            copy(block as *mut c_void, src as *mut c_void);
+            memory::device_free(probe as *mut u8);
+            memory::device_free(probe_list as *mut u8);
+            memory::device_free(sizes as *mut u8);
+        }
+        block
+    }
+
+    fn out_of_memory() -> ! {
+        arch::print_message(c"rustomp device runtime: no device heap memory for copyprivate\n");
+        arch::trap()
+    }
+
+    /// # Safety
+    /// `probe` has PROBE_WORDS words.
+    unsafe fn fill(probe: *mut u64, pattern: u64) {
+        for k in 0..PROBE_WORDS {
+            // SAFETY: in bounds.
+            unsafe { probe.add(k).write_volatile(pattern) };
+        }
+    }
+
+    /// Bytes from the start of `probe` up to the last one that no longer holds `pattern`.
+    ///
+    /// # Safety
+    /// As `fill`.
+    unsafe fn written_bytes(probe: *const u64, pattern: u64) -> usize {
+        for k in (0..PROBE_WORDS).rev() {
+            // SAFETY: in bounds.
+            let diff = unsafe { probe.add(k).read_volatile() } ^ pattern;
+            if diff != 0 {
+                // Little-endian: the highest differing byte of the word ends the variable.
+                return k * 8 + 8 - diff.leading_zeros() as usize / 8;
+            }
+        }
+        0
+    }
+}
+
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_barrier_simple_spmd(_ident: *const c_void, _gtid: i32) {
     arch::team_barrier();
@@ -99,7 +274,10 @@ fn lock_word(name: *mut c_void) -> &'static AtomicU32 {
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_critical(_ident: *const c_void, _gtid: i32, name: *mut c_void) {
     let lock = lock_word(name);
-    while lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+    while lock
+        .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
         arch::pause();
     }
 }

@@ -21,7 +21,10 @@ pub extern "C" fn __kmpc_omp_task_alloc(
     shareds_bytes: usize,
     routine: Option<unsafe extern "C" fn(i32, *mut TaskHeader) -> i32>,
 ) -> *mut TaskHeader {
-    let head = task_bytes.max(core::mem::size_of::<TaskHeader>()).div_ceil(16) * 16;
+    let head = task_bytes
+        .max(core::mem::size_of::<TaskHeader>())
+        .div_ceil(16)
+        * 16;
     let task = memory::device_malloc(head + shareds_bytes) as *mut TaskHeader;
     if task.is_null() {
         arch::trap();
@@ -52,7 +55,11 @@ unsafe fn run_and_free(gtid: i32, task: *mut TaskHeader) {
 /// # Safety
 /// `task` came from `__kmpc_omp_task_alloc`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn __kmpc_omp_task(_ident: *const c_void, gtid: i32, task: *mut TaskHeader) -> i32 {
+pub unsafe extern "C" fn __kmpc_omp_task(
+    _ident: *const c_void,
+    gtid: i32,
+    task: *mut TaskHeader,
+) -> i32 {
     // SAFETY: forwarded.
     unsafe { run_and_free(gtid, task) };
     0
@@ -76,9 +83,18 @@ pub unsafe extern "C" fn __kmpc_omp_task_with_deps(
     0
 }
 #[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_omp_task_begin_if0(_ident: *const c_void, _gtid: i32, _task: *mut TaskHeader) {}
+pub extern "C" fn __kmpc_omp_task_begin_if0(
+    _ident: *const c_void,
+    _gtid: i32,
+    _task: *mut TaskHeader,
+) {
+}
 #[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_omp_task_complete_if0(_ident: *const c_void, _gtid: i32, task: *mut TaskHeader) {
+pub extern "C" fn __kmpc_omp_task_complete_if0(
+    _ident: *const c_void,
+    _gtid: i32,
+    task: *mut TaskHeader,
+) {
     // SAFETY: clang passes the task `__kmpc_omp_task_alloc` returned, after running it.
     unsafe { memory::device_free(task as *mut u8) };
 }

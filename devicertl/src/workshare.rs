@@ -7,7 +7,7 @@
 
 use crate::{state, sync};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 /// `kmp_sched_t` values clang-22 passes.
 pub mod sched {
@@ -27,7 +27,11 @@ pub mod sched {
     /// The base schedule without modifiers or `ordered`.
     pub fn base(kind: i32) -> i32 {
         let kind = kind & !MODIFIERS;
-        if (65..=74).contains(&kind) { kind - ORDERED_OFFSET } else { kind }
+        if (65..=74).contains(&kind) {
+            kind - ORDERED_OFFSET
+        } else {
+            kind
+        }
     }
 }
 
@@ -51,7 +55,15 @@ pub struct StaticShare {
 
 /// Entity `id` of `n` (threads of a region, or teams) gets chunks of `chunk` iterations round
 /// robin (chunked kinds), or one near-equal block (the others).
-pub fn static_share(kind: i32, lb: i128, ub: i128, incr: i128, chunk: i128, id: i128, n: i128) -> StaticShare {
+pub fn static_share(
+    kind: i32,
+    lb: i128,
+    ub: i128,
+    incr: i128,
+    chunk: i128,
+    id: i128,
+    n: i128,
+) -> StaticShare {
     let incr = if incr == 0 { 1 } else { incr };
     let n = n.max(1);
     let trip = trip_count(lb, ub, incr);
@@ -77,7 +89,12 @@ pub fn static_share(kind: i32, lb: i128, ub: i128, incr: i128, chunk: i128, id: 
     } else {
         (lb + trip * incr, lb + trip * incr - incr)
     };
-    StaticShare { lb: my_lb, ub: my_ub, stride: trip.max(1) * incr, last: count > 0 && first + count == trip }
+    StaticShare {
+        lb: my_lb,
+        ub: my_ub,
+        stride: trip.max(1) * incr,
+        last: count > 0 && first + count == trip,
+    }
 }
 
 fn region_entity() -> (i128, i128) {
@@ -85,7 +102,10 @@ fn region_entity() -> (i128, i128) {
     (view.thread_num as i128, view.num_threads as i128)
 }
 fn team_entity() -> (i128, i128) {
-    (crate::arch::block_id() as i128, crate::arch::num_blocks() as i128)
+    (
+        crate::arch::block_id() as i128,
+        crate::arch::num_blocks() as i128,
+    )
 }
 
 macro_rules! static_init {
@@ -107,8 +127,15 @@ macro_rules! static_init {
             let (id, n) = $entity();
             // SAFETY: guaranteed by the caller.
             unsafe {
-                let share =
-                    static_share(kind, *plower as i128, *pupper as i128, incr as i128, chunk as i128, id, n);
+                let share = static_share(
+                    kind,
+                    *plower as i128,
+                    *pupper as i128,
+                    incr as i128,
+                    chunk as i128,
+                    id,
+                    n,
+                );
                 *plower = share.lb as $t;
                 *pupper = share.ub as $t;
                 *pstride = share.stride as $st;
@@ -131,7 +158,8 @@ pub extern "C" fn __kmpc_for_static_fini(_ident: *const c_void, _gtid: i32) {}
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_distribute_static_fini(_ident: *const c_void, _gtid: i32) {}
 
-/// A dynamically scheduled loop shared by the threads of one region (team-shared memory).
+/// A dynamically scheduled loop: shared by the threads of a team-wide region (in team-shared
+/// memory), or one thread's own (a loop in a serialized nested region, on the device heap).
 #[repr(C)]
 pub struct DispatchState {
     next: AtomicU64,
@@ -141,12 +169,34 @@ pub struct DispatchState {
     chunk: AtomicU64,
     kind: AtomicU32,
     threads: AtomicU32,
+    /// A thread's own loops form a stack (a nested loop inside another's body): the outer one.
+    outer: AtomicPtr<DispatchState>,
 }
 
 impl DispatchState {
     pub fn reset(&self) {
         self.next.store(0, Ordering::Relaxed);
         self.trip.store(0, Ordering::Relaxed);
+    }
+
+    /// Sets up a loop of `lb..=ub` by `incr` for `threads` threads.
+    fn configure(&self, kind: i32, lb: i128, ub: i128, incr: i128, chunk: i128, threads: u32) {
+        let incr = if incr == 0 { 1 } else { incr };
+        let trip = trip_count(lb, ub, incr);
+        let chunk = match sched::base(kind) {
+            sched::STATIC | sched::AUTO | sched::RUNTIME if chunk <= 0 => {
+                // One near-equal block per thread, claimed dynamically.
+                (trip + threads as i128 - 1) / threads.max(1) as i128
+            }
+            _ => chunk.max(1),
+        };
+        self.next.store(0, Ordering::Relaxed);
+        self.trip.store(trip as u64, Ordering::Relaxed);
+        self.lb.store(lb as i64, Ordering::Relaxed);
+        self.incr.store(incr as i64, Ordering::Relaxed);
+        self.chunk.store(chunk.max(1) as u64, Ordering::Relaxed);
+        self.kind.store(kind as u32, Ordering::Relaxed);
+        self.threads.store(threads, Ordering::Relaxed);
     }
 
     /// Claims the next chunk: `(first iteration, iterations)`, or `None` when the loop is done.
@@ -162,7 +212,12 @@ impl DispatchState {
                 }
                 let remaining = trip - current;
                 let size = remaining.div_ceil(2 * threads).max(chunk).min(remaining);
-                match self.next.compare_exchange_weak(current, current + size, Ordering::Relaxed, Ordering::Relaxed) {
+                match self.next.compare_exchange_weak(
+                    current,
+                    current + size,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
                     Ok(_) => return Some((current, size)),
                     Err(seen) => current = seen,
                 }
@@ -171,49 +226,175 @@ impl DispatchState {
         let start = self.next.fetch_add(chunk, Ordering::Relaxed);
         (start < trip).then(|| (start, chunk.min(trip - start)))
     }
+
+    /// The next chunk as inclusive bounds `(low, high, incr, last)`, or `None`.
+    fn next_chunk(&self) -> Option<(i128, i128, i128, bool)> {
+        let (first, count) = self.claim()?;
+        let lb = self.lb.load(Ordering::Relaxed) as i128;
+        let incr = self.incr.load(Ordering::Relaxed) as i128;
+        let trip = self.trip.load(Ordering::Relaxed);
+        let low = lb + first as i128 * incr;
+        Some((
+            low,
+            low + (count as i128 - 1) * incr,
+            incr,
+            first + count == trip,
+        ))
+    }
 }
 
+/// Loops of one thread: each thread's stack of its own `DispatchState`s, rooted in a per-team
+/// table (one slot per thread of the block) that the first such loop allocates.
+mod own_loops {
+    use super::DispatchState;
+    use crate::{arch, memory, state};
+    use core::sync::atomic::{AtomicPtr, Ordering};
+
+    fn out_of_memory() -> ! {
+        arch::print_message(c"rustomp device runtime: no device heap memory for a dynamic loop\n");
+        arch::trap()
+    }
+
+    /// This thread's slot of the team's table, allocating the table if needed.
+    fn slot() -> &'static AtomicPtr<DispatchState> {
+        let team = state::team();
+        let threads = arch::num_threads_in_block() as usize;
+        let mut table = team.own_loops.load(Ordering::Acquire);
+        if table.is_null() {
+            let bytes = threads * core::mem::size_of::<AtomicPtr<DispatchState>>();
+            let fresh = memory::device_malloc(bytes) as *mut AtomicPtr<DispatchState>;
+            if fresh.is_null() {
+                out_of_memory();
+            }
+            for i in 0..threads {
+                // SAFETY: `fresh` has `threads` slots, not yet visible to anyone.
+                unsafe { fresh.add(i).write(AtomicPtr::new(core::ptr::null_mut())) };
+            }
+            // A compare-exchange keeps its ordering on every target (unlike a release RMW).
+            match team.own_loops.compare_exchange(
+                core::ptr::null_mut(),
+                fresh,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => table = fresh,
+                Err(existing) => {
+                    // SAFETY: `fresh` was never published.
+                    unsafe { memory::device_free(fresh as *mut u8) };
+                    table = existing;
+                }
+            }
+        }
+        // SAFETY: the table has a slot per thread of the block and lives until the kernel ends.
+        unsafe { &*table.add(arch::thread_id_in_block() as usize) }
+    }
+
+    /// Starts a loop of this thread alone.
+    pub fn push() -> &'static DispatchState {
+        let slot = slot();
+        let state =
+            memory::device_malloc(core::mem::size_of::<DispatchState>()) as *mut DispatchState;
+        if state.is_null() {
+            out_of_memory();
+        }
+        // SAFETY: fresh memory of the right size, owned by this thread.
+        unsafe {
+            state.write(core::mem::zeroed());
+            (*state)
+                .outer
+                .store(slot.load(Ordering::Relaxed), Ordering::Relaxed);
+            slot.store(state, Ordering::Relaxed);
+            &*state
+        }
+    }
+
+    /// This thread's innermost loop, if it runs one.
+    pub fn top() -> Option<&'static DispatchState> {
+        let table = state::team().own_loops.load(Ordering::Acquire);
+        if table.is_null() {
+            return None;
+        }
+        // SAFETY: as in `slot`; only this thread touches its slot and its states.
+        unsafe {
+            (*table.add(arch::thread_id_in_block() as usize))
+                .load(Ordering::Relaxed)
+                .as_ref()
+        }
+    }
+
+    /// Ends this thread's innermost loop.
+    pub fn pop() {
+        let slot = slot();
+        let state = slot.load(Ordering::Relaxed);
+        if state.is_null() {
+            return;
+        }
+        // SAFETY: `push` allocated it; this thread alone uses it and is done with it.
+        unsafe {
+            slot.store((*state).outer.load(Ordering::Relaxed), Ordering::Relaxed);
+            memory::device_free(state as *mut u8);
+        }
+    }
+
+    /// Kernel end (every thread is done): frees the table.
+    pub fn release_team() {
+        let team = state::team();
+        let table = team
+            .own_loops
+            .swap(core::ptr::null_mut(), Ordering::Relaxed);
+        if !table.is_null() {
+            // SAFETY: allocated by `slot`; no thread of the team runs any more.
+            unsafe { memory::device_free(table as *mut u8) };
+        }
+    }
+}
+
+pub(crate) use own_loops::release_team as release_own_loops;
+
+/// A loop of one thread (a serialized nested region, or the generic main thread outside
+/// regions) gets its own state: two threads that each run such a loop must not share one.
 fn dispatch_init(kind: i32, lb: i128, ub: i128, incr: i128, chunk: i128) {
     let view = state::thread_view();
+    if view.num_threads <= 1 {
+        own_loops::push().configure(kind, lb, ub, incr, chunk, 1);
+        return;
+    }
     let dispatch = &state::team().dispatch;
     // Everyone is done with the previous loop before thread 0 reuses the state.
     sync::region_barrier(view.num_threads);
     if view.thread_num == 0 {
-        let incr = if incr == 0 { 1 } else { incr };
-        let trip = trip_count(lb, ub, incr);
-        let chunk = match sched::base(kind) {
-            sched::STATIC | sched::AUTO | sched::RUNTIME if chunk <= 0 => {
-                // One near-equal block per thread, claimed dynamically.
-                (trip + view.num_threads as i128 - 1) / view.num_threads.max(1) as i128
-            }
-            _ => chunk.max(1),
-        };
-        dispatch.next.store(0, Ordering::Relaxed);
-        dispatch.trip.store(trip as u64, Ordering::Relaxed);
-        dispatch.lb.store(lb as i64, Ordering::Relaxed);
-        dispatch.incr.store(incr as i64, Ordering::Relaxed);
-        dispatch.chunk.store(chunk.max(1) as u64, Ordering::Relaxed);
-        dispatch.kind.store(kind as u32, Ordering::Relaxed);
-        dispatch.threads.store(view.num_threads, Ordering::Relaxed);
+        dispatch.configure(kind, lb, ub, incr, chunk, view.num_threads);
     }
     sync::region_barrier(view.num_threads);
 }
 
-/// The next chunk as inclusive bounds, or `None`.
+/// The next chunk as inclusive bounds, or `None` (a thread's own loop then ends).
 fn dispatch_next() -> Option<(i128, i128, i128, bool)> {
-    let dispatch = &state::team().dispatch;
-    let (first, count) = dispatch.claim()?;
-    let lb = dispatch.lb.load(Ordering::Relaxed) as i128;
-    let incr = dispatch.incr.load(Ordering::Relaxed) as i128;
-    let trip = dispatch.trip.load(Ordering::Relaxed);
-    let low = lb + first as i128 * incr;
-    Some((low, low + (count as i128 - 1) * incr, incr, first + count == trip))
+    if state::thread_view().num_threads <= 1 {
+        let Some(own) = own_loops::top() else {
+            return None;
+        };
+        let chunk = own.next_chunk();
+        if chunk.is_none() {
+            own_loops::pop();
+        }
+        return chunk;
+    }
+    state::team().dispatch.next_chunk()
 }
 
 macro_rules! dispatch {
     ($init:ident, $next:ident, $t:ty, $st:ty) => {
         #[unsafe(no_mangle)]
-        pub extern "C" fn $init(_ident: *const c_void, _gtid: i32, kind: i32, lb: $t, ub: $t, st: $st, chunk: $st) {
+        pub extern "C" fn $init(
+            _ident: *const c_void,
+            _gtid: i32,
+            kind: i32,
+            lb: $t,
+            ub: $t,
+            st: $st,
+            chunk: $st,
+        ) {
             dispatch_init(kind, lb as i128, ub as i128, st as i128, chunk as i128);
         }
         /// # Safety
@@ -227,7 +408,9 @@ macro_rules! dispatch {
             pupper: *mut $t,
             pstride: *mut $st,
         ) -> i32 {
-            let Some((low, high, incr, last)) = dispatch_next() else { return 0 };
+            let Some((low, high, incr, last)) = dispatch_next() else {
+                return 0;
+            };
             // SAFETY: guaranteed by the caller.
             unsafe {
                 *plower = low as $t;

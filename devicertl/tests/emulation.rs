@@ -7,7 +7,9 @@ mod common;
 use common::{generic_kernel, parallel, spmd_kernel, Shared};
 use core::ffi::c_void;
 use devicertl::arch::block_id;
-use devicertl::ids::{omp_get_level, omp_get_max_threads, omp_get_num_threads, omp_get_thread_num, omp_in_parallel};
+use devicertl::ids::{
+    omp_get_level, omp_get_max_threads, omp_get_num_threads, omp_get_thread_num, omp_in_parallel,
+};
 use devicertl::memory::{__kmpc_alloc_shared, __kmpc_free_shared};
 use devicertl::sync::{__kmpc_critical, __kmpc_end_critical};
 use std::collections::BTreeSet;
@@ -27,41 +29,48 @@ fn check_generic_regions(compiler_state_machine: bool, threads: u32) {
     let workers = threads - warp;
     let whole_warps = |n: u32| if n < warp { 1 } else { n / warp * warp };
     let seen = Mutex::new(Vec::new());
-    generic_kernel(teams, threads, warp, no_launch_env(), compiler_state_machine, || {
-        assert_eq!(omp_in_parallel(), 0);
-        for (region, clause) in [0, 16, 3, 20, 0, 64].into_iter().enumerate() {
-            let ran = AtomicU32::new(0);
-            let ids = Mutex::new(BTreeSet::new());
-            parallel(true, clause, &|| {
-                ran.fetch_add(1, Relaxed);
-                ids.lock().unwrap().insert(omp_get_thread_num());
-                assert_eq!(omp_get_level(), 1);
-                // Nested regions run on the calling thread alone.
-                parallel(true, 8, &|| {
-                    assert_eq!(omp_get_num_threads(), 1);
-                    assert_eq!(omp_get_thread_num(), 0);
-                    assert_eq!(omp_get_level(), 2);
+    generic_kernel(
+        teams,
+        threads,
+        warp,
+        no_launch_env(),
+        compiler_state_machine,
+        || {
+            assert_eq!(omp_in_parallel(), 0);
+            for (region, clause) in [0, 16, 3, 20, 0, 64].into_iter().enumerate() {
+                let ran = AtomicU32::new(0);
+                let ids = Mutex::new(BTreeSet::new());
+                parallel(true, clause, &|| {
+                    ran.fetch_add(1, Relaxed);
+                    ids.lock().unwrap().insert(omp_get_thread_num());
+                    assert_eq!(omp_get_level(), 1);
+                    // Nested regions run on the calling thread alone.
+                    parallel(true, 8, &|| {
+                        assert_eq!(omp_get_num_threads(), 1);
+                        assert_eq!(omp_get_thread_num(), 0);
+                        assert_eq!(omp_get_level(), 2);
+                    });
                 });
+                let ran = ran.load(Relaxed);
+                // Regions use whole warps: a clause below one warp gives one thread.
+                let want = match clause {
+                    0 => whole_warps(workers),
+                    c => whole_warps((c as u32).min(workers)),
+                };
+                assert_eq!(ran, want, "region {region} num_threads({clause})");
+                let ids = ids.into_inner().unwrap();
+                assert_eq!(ids, (0..want as i32).collect::<BTreeSet<_>>());
+                seen.lock().unwrap().push((block_id(), region));
+            }
+            // if(false): the main thread runs the region itself.
+            let ran = AtomicU32::new(0);
+            parallel(false, 0, &|| {
+                assert_eq!(omp_get_num_threads(), 1);
+                ran.fetch_add(1, Relaxed);
             });
-            let ran = ran.load(Relaxed);
-            // Regions use whole warps: a clause below one warp gives one thread.
-            let want = match clause {
-                0 => whole_warps(workers),
-                c => whole_warps((c as u32).min(workers)),
-            };
-            assert_eq!(ran, want, "region {region} num_threads({clause})");
-            let ids = ids.into_inner().unwrap();
-            assert_eq!(ids, (0..want as i32).collect::<BTreeSet<_>>());
-            seen.lock().unwrap().push((block_id(), region));
-        }
-        // if(false): the main thread runs the region itself.
-        let ran = AtomicU32::new(0);
-        parallel(false, 0, &|| {
-            assert_eq!(omp_get_num_threads(), 1);
-            ran.fetch_add(1, Relaxed);
-        });
-        assert_eq!(ran.load(Relaxed), 1);
-    });
+            assert_eq!(ran.load(Relaxed), 1);
+        },
+    );
     assert_eq!(seen.into_inner().unwrap().len(), teams as usize * 6);
 }
 
@@ -80,13 +89,23 @@ fn compiler_state_machine_runs_every_region() {
 #[test]
 fn generic_main_thread_is_alone_in_its_warp() {
     // LLVM's rule: the first lane of the warp holding the last thread.
-    for (threads, warp, main) in [(64u32, 32u32, 32u32), (52, 32, 32), (33, 32, 32), (44, 8, 40), (72, 8, 64)] {
+    for (threads, warp, main) in [
+        (64u32, 32u32, 32u32),
+        (52, 32, 32),
+        (33, 32, 32),
+        (44, 8, 40),
+        (72, 8, 64),
+    ] {
         let seen = AtomicU32::new(u32::MAX);
         generic_kernel(1, threads, warp, no_launch_env(), false, || {
             seen.store(devicertl::arch::thread_id_in_block(), Relaxed);
             assert_eq!(omp_get_max_threads() as u32, threads - warp);
         });
-        assert_eq!(seen.load(Relaxed), main, "{threads} threads, warps of {warp}");
+        assert_eq!(
+            seen.load(Relaxed),
+            main,
+            "{threads} threads, warps of {warp}"
+        );
     }
 }
 
@@ -110,8 +129,16 @@ fn spmd_regions_honour_num_threads_and_if() {
 #[test]
 fn critical_sections_exclude_each_other() {
     // clang's `_gomp_critical_user_<name>` lock: [8 x i32], zero-initialized.
-    let lock = [AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0),
-                AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)];
+    let lock = [
+        AtomicU32::new(0),
+        AtomicU32::new(0),
+        AtomicU32::new(0),
+        AtomicU32::new(0),
+        AtomicU32::new(0),
+        AtomicU32::new(0),
+        AtomicU32::new(0),
+        AtomicU32::new(0),
+    ];
     let lock_ptr = Shared(lock.as_ptr() as *mut c_void);
     // Read and write separately, so a missing exclusion loses updates.
     let counter = AtomicU64::new(0);
@@ -144,7 +171,10 @@ fn nested_allocations(sizes: &[usize]) -> Vec<(usize, usize)> {
     let mut sorted = blocks.clone();
     sorted.sort();
     for pair in sorted.windows(2) {
-        assert!(pair[0].0 + pair[0].1 <= pair[1].0, "blocks overlap: {pair:x?}");
+        assert!(
+            pair[0].0 + pair[0].1 <= pair[1].0,
+            "blocks overlap: {pair:x?}"
+        );
     }
     for &(ptr, size) in blocks.iter().rev() {
         __kmpc_free_shared(ptr as *mut c_void, size);
@@ -174,35 +204,4 @@ fn shared_stack_nests_and_falls_back_to_the_heap() {
     spmd_kernel(1, 32, 32, no_launch_env(), || {
         nested_allocations(&[16, 4096, 32]);
     });
-}
-
-unsafe extern "C" fn copy_u64(dst: *mut c_void, src: *mut c_void) {
-    // SAFETY: both point at a thread's `u64` (the test's copyprivate variable).
-    unsafe { *(dst as *mut u64) = *(src as *const u64) };
-}
-
-#[test]
-fn copyprivate_broadcasts_the_single_threads_value() {
-    use devicertl::sync::{__kmpc_copyprivate, __kmpc_end_single, __kmpc_single};
-    let agreed = Mutex::new(Vec::new());
-    let body = || {
-        for round in 0..5u64 {
-            let mut value = 0u64;
-            let did_it = __kmpc_single(core::ptr::null(), 0);
-            if did_it != 0 {
-                value = 1000 * block_id() as u64 + round + 1;
-                __kmpc_end_single(core::ptr::null(), 0);
-            }
-            // SAFETY: `value` is this thread's variable; `copy_u64` copies one u64.
-            unsafe {
-                __kmpc_copyprivate(core::ptr::null(), 0, 8, &mut value as *mut u64 as *mut c_void, copy_u64, did_it)
-            };
-            agreed.lock().unwrap().push((block_id(), round, value));
-        }
-    };
-    spmd_kernel(2, 24, 8, no_launch_env(), || parallel(true, 0, &body));
-    generic_kernel(1, 40, 8, no_launch_env(), false, || parallel(true, 0, &body));
-    for (team, round, value) in agreed.into_inner().unwrap() {
-        assert_eq!(value, 1000 * team as u64 + round + 1);
-    }
 }

@@ -9,13 +9,14 @@ REF=${REF:-/tmp/llvmref}
 OUT=${OUT:-/tmp/rustomp-progs-llvm}
 mkdir -p "$REF" "$OUT"
 [ -e "$REF/libomptarget.so" ] || ln -sf "$LLVMLIB/libomptarget.so.22.1" "$REF/libomptarget.so"
-files=("$@"); [ ${#files[@]} -eq 0 ] && files=([0-9][0-9]_*.c [0-9][0-9]_*.cpp)
+files=("$@"); [ ${#files[@]} -eq 0 ] && files=([0-9][0-9]_*.c [0-9][0-9]_*.cpp [0-9][0-9][0-9]_*.c [0-9][0-9][0-9]_*.cpp)
 bad=0
 for f in "${files[@]}"; do
   n=$(basename "${f%.*}")
   case $f in *.cpp) cc=clang++-22 ;; *) cc=clang-22 ;; esac
   cflags=$(sed -n 's#^// CFLAGS: ##p' "$f" | head -1)
-  if ! $cc $cflags -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -O2 "$f" -o "$OUT/$n" \
+  srcs=$(sed -n 's#^// SOURCES: ##p' "$f")
+  if ! $cc $cflags -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -O2 "$f" $srcs -o "$OUT/$n" \
        -L"$REF" -Wl,-rpath,$LLVMLIB -lm -lpthread 2>"$OUT/$n.cerr"; then
     echo "COMPILE-FAIL $f"; bad=1; continue
   fi

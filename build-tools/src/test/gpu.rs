@@ -111,9 +111,13 @@ pub fn driver_present() -> bool {
         .or_else(|_| Command::new("/sbin/ldconfig").arg("-p").output())
         .map(|o| String::from_utf8_lossy(&o.stdout).contains("libcuda.so.1"))
         .unwrap_or(false);
-    let in_dirs = ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/nvidia/lib64"]
-        .iter()
-        .any(|d| Path::new(d).join("libcuda.so.1").exists());
+    let in_dirs = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib64",
+        "/usr/local/nvidia/lib64",
+    ]
+    .iter()
+    .any(|d| Path::new(d).join("libcuda.so.1").exists());
     ldconfig || in_dirs
 }
 
@@ -121,7 +125,9 @@ pub fn run() -> Result<i32> {
     util::step("test --gpu 1/3: runtime builds (devicertl, host)");
     devicertl::run(false)?;
     host::run()?;
-    util::step(&format!("test --gpu 2/3: compile the corpus for {ARCH} into {SUITE_DIR}"));
+    util::step(&format!(
+        "test --gpu 2/3: compile the corpus for {ARCH} into {SUITE_DIR}"
+    ));
     let dir = at(SUITE_DIR);
     let (compiled, total) = compile_suite(&dir)?;
     util::step("test --gpu 3/3: run the corpus on the GPU");
@@ -206,7 +212,10 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
     install_libraries(&dir.join("lib"))?;
 
     let programs = sources(&at("tests/programs"));
-    println!("gpu suite: compiling {} programs for {ARCH} ({JOBS} at a time)", programs.len());
+    println!(
+        "gpu suite: compiling {} programs for {ARCH} ({JOBS} at a time)",
+        programs.len()
+    );
     let results = util::parallel(&programs, JOBS, |src| compile_one(src, &bin, &logs));
 
     let mut manifest = String::new();
@@ -228,21 +237,42 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
     let failures: Vec<&Compiled> = results.iter().filter(|c| c.failure.is_some()).collect();
     let mut report = String::new();
     for c in &failures {
-        report.push_str(&format!("{}: {}\n", c.name, c.failure.as_deref().unwrap_or_default()));
+        report.push_str(&format!(
+            "{}: {}\n",
+            c.name,
+            c.failure.as_deref().unwrap_or_default()
+        ));
     }
     util::write(&dir.join("compile-failures.txt"), &report)?;
     let compiled = results.len() - failures.len();
-    println!("gpu suite: {compiled} of {} programs compiled for {ARCH}", results.len());
+    println!(
+        "gpu suite: {compiled} of {} programs compiled for {ARCH}",
+        results.len()
+    );
     if !failures.is_empty() {
         println!("gpu suite: not compiled (logs in {}):", util::show(&logs));
-        print!("{}", report.lines().map(|l| format!("    {l}\n")).collect::<String>());
+        print!(
+            "{}",
+            report
+                .lines()
+                .map(|l| format!("    {l}\n"))
+                .collect::<String>()
+        );
     }
-    println!("gpu suite: {} ({} KiB)", util::show(dir), size_of_dir(dir) / 1024);
+    println!(
+        "gpu suite: {} ({} KiB)",
+        util::show(dir),
+        size_of_dir(dir) / 1024
+    );
     Ok((compiled, results.len()))
 }
 
 fn compile_one(src: &Path, bin: &Path, logs: &Path) -> Compiled {
-    let name = src.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let name = src
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
     let header = parse_header(&std::fs::read_to_string(src).unwrap_or_default());
     let exe = bin.join(stem(src));
     let log = logs.join(format!("{}.log", stem(src)));
@@ -252,10 +282,12 @@ fn compile_one(src: &Path, bin: &Path, logs: &Path) -> Compiled {
     args.extend(["-o".into(), exe.display().to_string(), "-lm".into()]);
     // Found next to the binaries wherever the suite is copied (LD_LIBRARY_PATH in run.sh too).
     args.push("-Wl,-rpath,$ORIGIN/../lib".into());
-    let failure = compile(is_cxx(src), Runtime::Ours, &args, &log).err().map(|_| {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        failure_reason(&text)
-    });
+    let failure = compile(is_cxx(src), Runtime::Ours, &args, &log)
+        .err()
+        .map(|_| {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            failure_reason(&text)
+        });
     Compiled { name, failure }
 }
 
@@ -263,7 +295,10 @@ fn compile_one(src: &Path, bin: &Path, logs: &Path) -> Compiled {
 fn failure_reason(log: &str) -> String {
     let undefined = link_undefined(log);
     if !undefined.is_empty() {
-        return format!("undefined device symbols: {}", undefined.into_iter().collect::<Vec<_>>().join(", "));
+        return format!(
+            "undefined device symbols: {}",
+            undefined.into_iter().collect::<Vec<_>>().join(", ")
+        );
     }
     log.lines()
         .find(|l| l.contains("error") && !l.starts_with('$'))
@@ -277,12 +312,19 @@ fn install_libraries(lib: &Path) -> Result<()> {
     let ours = dist_lib().join("libomptarget.so.22.1");
     let target = lib.join("libomptarget.so.22.1");
     util::install(&ours, &target)?;
-    let strip = ["llvm-strip-22", "strip"].into_iter().find(|s| util::which(s).is_some());
+    let strip = ["llvm-strip-22", "strip"]
+        .into_iter()
+        .find(|s| util::which(s).is_some());
     match strip {
         Some(tool) => {
-            let status = Command::new(tool).arg("--strip-debug").arg(&target).status()?;
+            let status = Command::new(tool)
+                .arg("--strip-debug")
+                .arg(&target)
+                .status()?;
             if !status.success() {
-                println!("gpu suite: {tool} --strip-debug failed; the library is carried unstripped");
+                println!(
+                    "gpu suite: {tool} --strip-debug failed; the library is carried unstripped"
+                );
             }
         }
         None => println!("gpu suite: no strip tool; the library is carried unstripped"),
@@ -292,13 +334,18 @@ fn install_libraries(lib: &Path) -> Result<()> {
         // `install` copies the file a symlink points at.
         util::install(&libomp, &lib.join("libomp.so.5"))?;
     } else {
-        println!("gpu suite: {} not found; the GPU machine must provide LLVM 22's libomp.so.5", libomp.display());
+        println!(
+            "gpu suite: {} not found; the GPU machine must provide LLVM 22's libomp.so.5",
+            libomp.display()
+        );
     }
     Ok(())
 }
 
 fn size_of_dir(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
     entries
         .flatten()
         .map(|e| {
@@ -319,10 +366,19 @@ mod tests {
     #[test]
     fn failure_reasons_name_missing_device_symbols() {
         let log = "$ clang-22 ...\nnvlink error   : Undefined reference to '__kmpc_foo' in 'a.cubin'\nnvlink error   : Undefined reference to '__kmpc_bar' in 'a.cubin'\nclang: error: nvlink command failed\n";
-        assert_eq!(failure_reason(log), "undefined device symbols: __kmpc_bar, __kmpc_foo");
+        assert_eq!(
+            failure_reason(log),
+            "undefined device symbols: __kmpc_bar, __kmpc_foo"
+        );
         let log = "$ clang-22 -O2 x.c\nx.c:3:1: error: unknown type name 'foo'\n";
-        assert_eq!(failure_reason(log), "x.c:3:1: error: unknown type name 'foo'");
-        assert_eq!(failure_reason("$ clang\n"), "compile failed (no error line in the log)");
+        assert_eq!(
+            failure_reason(log),
+            "x.c:3:1: error: unknown type name 'foo'"
+        );
+        assert_eq!(
+            failure_reason("$ clang\n"),
+            "compile failed (no error line in the log)"
+        );
     }
 
     #[test]

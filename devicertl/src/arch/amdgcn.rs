@@ -3,14 +3,22 @@
 unsafe extern "C" {
     #[link_name = "llvm.amdgcn.workitem.id.x"]
     fn workitem_id_x() -> u32;
+    #[link_name = "llvm.amdgcn.workitem.id.y"]
+    fn workitem_id_y() -> u32;
+    #[link_name = "llvm.amdgcn.workitem.id.z"]
+    fn workitem_id_z() -> u32;
     #[link_name = "llvm.amdgcn.workgroup.id.x"]
     fn workgroup_id_x() -> u32;
+    #[link_name = "llvm.amdgcn.workgroup.id.y"]
+    fn workgroup_id_y() -> u32;
+    #[link_name = "llvm.amdgcn.workgroup.id.z"]
+    fn workgroup_id_z() -> u32;
     #[link_name = "llvm.amdgcn.mbcnt.lo"]
     fn mbcnt_lo(mask: u32, base: u32) -> u32;
     #[link_name = "llvm.amdgcn.mbcnt.hi"]
     fn mbcnt_hi(mask: u32, base: u32) -> u32;
     #[link_name = "llvm.amdgcn.ballot.i64"]
-    fn ballot(pred: bool) -> u64;
+    fn ballot_i64(pred: bool) -> u64;
     #[link_name = "llvm.amdgcn.ds.bpermute"]
     fn ds_bpermute(index: u32, value: u32) -> u32;
     #[link_name = "llvm.amdgcn.wave.barrier"]
@@ -23,16 +31,18 @@ unsafe extern "C" {
     fn llvm_trap() -> !;
     // Provided by ir/amdgcn.ll.
     fn __rustomp_team_shared_ptr() -> *mut u8;
+    fn __rustomp_dynamic_shared_ptr() -> *mut u8;
     fn __rustomp_team_barrier();
     fn __rustomp_team_fence();
-    fn __rustomp_workgroup_size_x() -> u32;
-    fn __rustomp_grid_size_x() -> u32;
+    fn __rustomp_team_fence_release();
+    fn __rustomp_team_fence_acquire();
+    fn __rustomp_workgroup_size(dim: u32) -> u32;
+    fn __rustomp_grid_size(dim: u32) -> u32;
 }
 
 // SAFETY (all wrappers below): the work-item registers, the dispatch packet (always present
 // for HSA kernels) and the wave intrinsics have no preconditions beyond being executed by a
 // device thread, which every caller is.
-
 
 #[inline(always)]
 pub fn thread_id_in_block() -> u32 {
@@ -41,8 +51,7 @@ pub fn thread_id_in_block() -> u32 {
 }
 #[inline(always)]
 pub fn num_threads_in_block() -> u32 {
-    // SAFETY: see above (reads the dispatch packet, always present for HSA kernels).
-    unsafe { __rustomp_workgroup_size_x() }
+    block_dim(0)
 }
 #[inline(always)]
 pub fn block_id() -> u32 {
@@ -51,8 +60,41 @@ pub fn block_id() -> u32 {
 }
 #[inline(always)]
 pub fn num_blocks() -> u32 {
+    grid_dim(0)
+}
+/// Thread, block and grid extents in dimension `dim` (0 = x, 1 = y, 2 = z; others as x).
+#[inline(always)]
+pub fn thread_id_in_dim(dim: u32) -> u32 {
     // SAFETY: see above.
-    unsafe { __rustomp_grid_size_x() }.div_ceil(num_threads_in_block())
+    unsafe {
+        match dim {
+            1 => workitem_id_y(),
+            2 => workitem_id_z(),
+            _ => workitem_id_x(),
+        }
+    }
+}
+#[inline(always)]
+pub fn block_dim(dim: u32) -> u32 {
+    // SAFETY: see above (reads the dispatch packet, always present for HSA kernels).
+    unsafe { __rustomp_workgroup_size(dim.min(2)) }
+}
+#[inline(always)]
+pub fn block_id_in_dim(dim: u32) -> u32 {
+    // SAFETY: see above.
+    unsafe {
+        match dim {
+            1 => workgroup_id_y(),
+            2 => workgroup_id_z(),
+            _ => workgroup_id_x(),
+        }
+    }
+}
+/// Blocks in dimension `dim`: the packet's grid size counts work-items.
+#[inline(always)]
+pub fn grid_dim(dim: u32) -> u32 {
+    // SAFETY: see above.
+    unsafe { __rustomp_grid_size(dim.min(2)) }.div_ceil(block_dim(dim).max(1))
 }
 #[inline(always)]
 pub fn warp_size() -> u32 {
@@ -64,10 +106,17 @@ pub fn lane_id() -> u32 {
     // SAFETY: see above.
     unsafe { mbcnt_hi(!0, mbcnt_lo(!0, 0)) }
 }
+/// Every lane of a wavefront (wave32 targets ignore the upper half).
+pub const FULL_MASK: u64 = !0;
+#[inline(always)]
+pub fn ballot(mask: u64, pred: bool) -> u64 {
+    // SAFETY: see above.
+    unsafe { ballot_i64(pred) & mask }
+}
 #[inline(always)]
 pub fn active_mask() -> u64 {
     // SAFETY: see above.
-    unsafe { ballot(true) }
+    unsafe { ballot_i64(true) }
 }
 /// Lanes of a wavefront run in lock step; this only keeps the compiler from moving memory
 /// operations across it.
@@ -80,7 +129,11 @@ pub fn sync_warp(_mask: u64) {
 pub fn shuffle_down_u32(_mask: u64, value: u32, delta: u32, width: u32) -> u32 {
     let lane = lane_id();
     let segment_end = (lane & !(width - 1)) + width;
-    let source = if lane + delta < segment_end { lane + delta } else { lane };
+    let source = if lane + delta < segment_end {
+        lane + delta
+    } else {
+        lane
+    };
     // SAFETY: see above; bpermute takes a byte address of the source lane.
     unsafe { ds_bpermute(source << 2, value) }
 }
@@ -89,10 +142,30 @@ pub fn team_barrier() {
     // SAFETY: see above; every work-item of the workgroup reaches it.
     unsafe { __rustomp_team_barrier() }
 }
+/// No named barriers on these targets: a region on part of the team counts arrivals instead.
+pub const HAS_REGION_BARRIER: bool = false;
+pub fn region_barrier(_count: u32) {
+    trap()
+}
 #[inline(always)]
 pub fn team_fence() {
     // SAFETY: see above.
     unsafe { __rustomp_team_fence() }
+}
+#[inline(always)]
+pub fn team_fence_release() {
+    // SAFETY: see above.
+    unsafe { __rustomp_team_fence_release() }
+}
+#[inline(always)]
+pub fn team_fence_acquire() {
+    // SAFETY: see above.
+    unsafe { __rustomp_team_fence_acquire() }
+}
+#[inline(always)]
+pub fn dynamic_shared() -> *mut u8 {
+    // SAFETY: see above.
+    unsafe { __rustomp_dynamic_shared_ptr() }
 }
 #[inline(always)]
 pub fn team_shared() -> *mut u8 {
@@ -113,6 +186,10 @@ pub fn trap() -> ! {
 }
 
 pub use crate::memory::heap::{free, malloc};
+/// Appends `message` to the printf buffer the plugin prints after the launch.
+pub fn print_message(message: &core::ffi::CStr) {
+    crate::printf::print_bytes(message.to_bytes());
+}
 /// One step of a spin-wait.
 #[inline(always)]
 pub fn pause() {

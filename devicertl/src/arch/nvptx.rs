@@ -9,6 +9,24 @@ unsafe extern "C" {
     fn ctaid_x() -> u32;
     #[link_name = "llvm.nvvm.read.ptx.sreg.nctaid.x"]
     fn nctaid_x() -> u32;
+    #[link_name = "llvm.nvvm.read.ptx.sreg.tid.y"]
+    fn tid_y() -> u32;
+    #[link_name = "llvm.nvvm.read.ptx.sreg.tid.z"]
+    fn tid_z() -> u32;
+    #[link_name = "llvm.nvvm.read.ptx.sreg.ntid.y"]
+    fn ntid_y() -> u32;
+    #[link_name = "llvm.nvvm.read.ptx.sreg.ntid.z"]
+    fn ntid_z() -> u32;
+    #[link_name = "llvm.nvvm.read.ptx.sreg.ctaid.y"]
+    fn ctaid_y() -> u32;
+    #[link_name = "llvm.nvvm.read.ptx.sreg.ctaid.z"]
+    fn ctaid_z() -> u32;
+    #[link_name = "llvm.nvvm.read.ptx.sreg.nctaid.y"]
+    fn nctaid_y() -> u32;
+    #[link_name = "llvm.nvvm.read.ptx.sreg.nctaid.z"]
+    fn nctaid_z() -> u32;
+    #[link_name = "llvm.nvvm.vote.ballot.sync"]
+    fn vote_ballot_sync(mask: u32, pred: bool) -> u32;
     #[link_name = "llvm.nvvm.read.ptx.sreg.laneid"]
     fn laneid() -> u32;
     #[link_name = "llvm.nvvm.read.ptx.sreg.globaltimer"]
@@ -23,8 +41,12 @@ unsafe extern "C" {
     fn llvm_trap() -> !;
     // Provided by ir/nvptx.ll.
     fn __rustomp_team_shared_ptr() -> *mut u8;
+    fn __rustomp_dynamic_shared_ptr() -> *mut u8;
     fn __rustomp_team_barrier();
+    fn __rustomp_region_barrier(count: u32);
     fn __rustomp_team_fence();
+    fn __rustomp_team_fence_release();
+    fn __rustomp_team_fence_acquire();
 }
 
 // SAFETY (all wrappers below): the PTX special registers and warp intrinsics have no
@@ -50,9 +72,63 @@ pub fn num_blocks() -> u32 {
     // SAFETY: see above.
     unsafe { nctaid_x() }
 }
+/// Thread, block and grid extents in dimension `dim` (0 = x, 1 = y, 2 = z; others as x).
+#[inline(always)]
+pub fn thread_id_in_dim(dim: u32) -> u32 {
+    // SAFETY: see above.
+    unsafe {
+        match dim {
+            1 => tid_y(),
+            2 => tid_z(),
+            _ => tid_x(),
+        }
+    }
+}
+#[inline(always)]
+pub fn block_dim(dim: u32) -> u32 {
+    // SAFETY: see above.
+    unsafe {
+        match dim {
+            1 => ntid_y(),
+            2 => ntid_z(),
+            _ => ntid_x(),
+        }
+    }
+}
+#[inline(always)]
+pub fn block_id_in_dim(dim: u32) -> u32 {
+    // SAFETY: see above.
+    unsafe {
+        match dim {
+            1 => ctaid_y(),
+            2 => ctaid_z(),
+            _ => ctaid_x(),
+        }
+    }
+}
+#[inline(always)]
+pub fn grid_dim(dim: u32) -> u32 {
+    // SAFETY: see above.
+    unsafe {
+        match dim {
+            1 => nctaid_y(),
+            2 => nctaid_z(),
+            _ => nctaid_x(),
+        }
+    }
+}
 #[inline(always)]
 pub fn warp_size() -> u32 {
     32
+}
+/// Every lane of a warp: the mask for warp-synchronous code that every lane reaches together
+/// (a mask taken from `activemask()` after divergence can leave out a source lane).
+pub const FULL_MASK: u64 = 0xffff_ffff;
+/// Lanes of `mask` whose `pred` is true (the calling lanes must all be in `mask`).
+#[inline(always)]
+pub fn ballot(mask: u64, pred: bool) -> u64 {
+    // SAFETY: see above.
+    unsafe { vote_ballot_sync(mask as u32, pred) as u64 }
 }
 #[inline(always)]
 pub fn lane_id() -> u32 {
@@ -84,10 +160,37 @@ pub fn team_barrier() {
     // SAFETY: see above; all threads of the CTA that have not exited reach it.
     unsafe { __rustomp_team_barrier() }
 }
+/// Named barriers exist: `region_barrier` waits for `count` threads (a multiple of the warp
+/// size) without the rest of the team.
+pub const HAS_REGION_BARRIER: bool = true;
+/// `count` threads of the team (a multiple of `warp_size()`) meet; memory is ordered among them.
+#[inline(always)]
+pub fn region_barrier(count: u32) {
+    // SAFETY: see above; exactly `count` threads of the CTA reach this barrier id together.
+    unsafe { __rustomp_region_barrier(count) }
+}
 #[inline(always)]
 pub fn team_fence() {
     // SAFETY: see above.
     unsafe { __rustomp_team_fence() }
+}
+/// Earlier memory accesses are ordered before later writes, at team scope.
+#[inline(always)]
+pub fn team_fence_release() {
+    // SAFETY: see above.
+    unsafe { __rustomp_team_fence_release() }
+}
+/// Earlier reads are ordered before later memory accesses, at team scope.
+#[inline(always)]
+pub fn team_fence_acquire() {
+    // SAFETY: see above.
+    unsafe { __rustomp_team_fence_acquire() }
+}
+/// Start of the launch's dynamic shared memory.
+#[inline(always)]
+pub fn dynamic_shared() -> *mut u8 {
+    // SAFETY: see above.
+    unsafe { __rustomp_dynamic_shared_ptr() }
 }
 /// Start of this team's `TEAM_SHARED_BYTES` of shared memory.
 #[inline(always)]
@@ -107,6 +210,15 @@ pub const CLOCK_TICK_SECONDS: f64 = 1.0e-9;
 pub fn trap() -> ! {
     // SAFETY: see above.
     unsafe { llvm_trap() }
+}
+
+unsafe extern "C" {
+    fn vprintf(format: *const u8, args: *const u8) -> i32;
+}
+/// Prints `message` (no `%` in it) through the driver's printf.
+pub fn print_message(message: &core::ffi::CStr) {
+    // SAFETY: a NUL-terminated format with no conversions needs no argument buffer.
+    unsafe { vprintf(message.as_ptr() as *const u8, core::ptr::null()) };
 }
 
 unsafe extern "C" {

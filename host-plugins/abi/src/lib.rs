@@ -244,7 +244,10 @@ pub struct ConfigurationEnvironment {
 }
 const_assert_eq!(size_of::<ConfigurationEnvironment>(), 28);
 const_assert_eq!(offset_of!(ConfigurationEnvironment, min_threads), 4);
-const_assert_eq!(offset_of!(ConfigurationEnvironment, reduction_buffer_length), 24);
+const_assert_eq!(
+    offset_of!(ConfigurationEnvironment, reduction_buffer_length),
+    24
+);
 
 /// `OMPTgtExecModeFlags`.
 pub mod exec_mode {
@@ -352,8 +355,14 @@ mod tests {
 
     #[test]
     fn member_of_decodes_one_based_parent() {
-        assert_eq!(MapType::from_bits_retain(0x0001_0000_0000_0003).member_of(), Some(0));
-        assert_eq!(MapType::from_bits_retain(0x0003_0000_0000_0000).member_of(), Some(2));
+        assert_eq!(
+            MapType::from_bits_retain(0x0001_0000_0000_0003).member_of(),
+            Some(0)
+        );
+        assert_eq!(
+            MapType::from_bits_retain(0x0003_0000_0000_0000).member_of(),
+            Some(2)
+        );
         assert_eq!(MapType::TO.member_of(), None);
     }
 

@@ -32,7 +32,13 @@ pub struct DeviceGrid {
 impl DeviceGrid {
     /// NVPTX grid values for a device with these limits; `teams_cap` / `threads_cap` are
     /// `OMP_NUM_TEAMS` / `OMP_TEAMS_THREAD_LIMIT` when set (> 0).
-    pub fn nvptx(max_block_dim_x: u32, max_grid_dim_x: u32, warp_size: u32, teams_cap: u32, threads_cap: u32) -> Self {
+    pub fn nvptx(
+        max_block_dim_x: u32,
+        max_grid_dim_x: u32,
+        warp_size: u32,
+        teams_cap: u32,
+        threads_cap: u32,
+    ) -> Self {
         let cap = |v: u32, c: u32| if c > 0 { v.min(c) } else { v };
         DeviceGrid {
             warp_size: warp_size.max(1),
@@ -111,13 +117,21 @@ pub fn compute(grid: &DeviceGrid, kernel: &KernelShape, request: &LaunchConfig) 
     if user_threads && kernel.exec_mode == exec_mode::GENERIC {
         limit = limit.saturating_add(grid.warp_size);
     }
-    let mut threads = max_threads.min(if user_threads { limit } else { preferred_threads });
+    let mut threads = max_threads.min(if user_threads {
+        limit
+    } else {
+        preferred_threads
+    });
 
     // Blocks: the num_teams clause, else enough for the loop, else the default.
     let blocks = if request.num_teams > 0 {
         u64::from(request.num_teams).min(u64::from(grid.max_teams))
     } else if kernel.exec_mode == exec_mode::SPMD_NO_LOOP {
-        let needed = if request.tripcount > 0 { div_ceil(request.tripcount, u64::from(threads)) } else { 1 };
+        let needed = if request.tripcount > 0 {
+            div_ceil(request.tripcount, u64::from(threads))
+        } else {
+            1
+        };
         needed.min(u64::from(grid.max_teams))
     } else {
         let default_blocks = u64::from(grid.default_teams);
@@ -143,10 +157,17 @@ pub fn compute(grid: &DeviceGrid, kernel: &KernelShape, request: &LaunchConfig) 
                 trip_blocks = trip;
             }
         }
-        let preferred = if grid.reuse_blocks_for_high_tripcount { trip_blocks.min(default_blocks) } else { trip_blocks };
+        let preferred = if grid.reuse_blocks_for_high_tripcount {
+            trip_blocks.min(default_blocks)
+        } else {
+            trip_blocks
+        };
         preferred.min(u64::from(grid.max_teams))
     };
-    Geometry { blocks: (blocks as u32).max(1), threads: threads.max(1) }
+    Geometry {
+        blocks: (blocks as u32).max(1),
+        threads: threads.max(1),
+    }
 }
 
 #[cfg(test)]
@@ -159,15 +180,29 @@ mod tests {
     }
 
     fn shape(mode: u8) -> KernelShape {
-        KernelShape { exec_mode: mode, min_threads: 0, max_threads: 0, function_max_threads: 1024 }
+        KernelShape {
+            exec_mode: mode,
+            min_threads: 0,
+            max_threads: 0,
+            function_max_threads: 1024,
+        }
     }
 
     fn request(num_teams: u32, thread_limit: u32, tripcount: u64) -> LaunchConfig {
-        LaunchConfig { num_teams, thread_limit, dyn_shared_bytes: 0, tripcount }
+        LaunchConfig {
+            num_teams,
+            thread_limit,
+            dyn_shared_bytes: 0,
+            tripcount,
+        }
     }
 
     fn geometry(mode: u8, num_teams: u32, thread_limit: u32, tripcount: u64) -> (u32, u32) {
-        let g = compute(&h100(), &shape(mode), &request(num_teams, thread_limit, tripcount));
+        let g = compute(
+            &h100(),
+            &shape(mode),
+            &request(num_teams, thread_limit, tripcount),
+        );
         (g.blocks, g.threads)
     }
 
@@ -194,14 +229,34 @@ mod tests {
         assert_eq!(geometry(SPMD, 8, 4096, 0), (8, 1024));
         let grid = DeviceGrid::nvptx(1024, 65535, 32, 100, 256);
         let g = compute(&grid, &shape(SPMD), &request(1000, 512, 0));
-        assert_eq!((g.blocks, g.threads), (100, 256), "OMP_NUM_TEAMS / OMP_TEAMS_THREAD_LIMIT caps");
-        let tight = KernelShape { function_max_threads: 255, ..shape(SPMD) };
+        assert_eq!(
+            (g.blocks, g.threads),
+            (100, 256),
+            "OMP_NUM_TEAMS / OMP_TEAMS_THREAD_LIMIT caps"
+        );
+        let tight = KernelShape {
+            function_max_threads: 255,
+            ..shape(SPMD)
+        };
         assert_eq!(compute(&h100(), &tight, &request(2, 0, 0)).threads, 128);
-        assert_eq!(compute(&h100(), &tight, &request(2, 512, 0)).threads, 255, "register-limited kernel");
-        let configured = KernelShape { max_threads: 64, ..shape(SPMD) };
+        assert_eq!(
+            compute(&h100(), &tight, &request(2, 512, 0)).threads,
+            255,
+            "register-limited kernel"
+        );
+        let configured = KernelShape {
+            max_threads: 64,
+            ..shape(SPMD)
+        };
         assert_eq!(compute(&h100(), &configured, &request(2, 0, 0)).threads, 64);
-        let min_configured = KernelShape { min_threads: 256, ..shape(SPMD) };
-        assert_eq!(compute(&h100(), &min_configured, &request(2, 0, 0)).threads, 256);
+        let min_configured = KernelShape {
+            min_threads: 256,
+            ..shape(SPMD)
+        };
+        assert_eq!(
+            compute(&h100(), &min_configured, &request(2, 0, 0)).threads,
+            256
+        );
     }
 
     #[test]

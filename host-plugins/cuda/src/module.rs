@@ -19,7 +19,9 @@ use crate::image::{self, ImageKind};
 use crate::{diag, layout};
 use core::ffi::c_void;
 use rustomp_abi::{exec_mode, symbols, ConfigurationEnvironment, DeviceEnvironment, FptrMapEntry};
-use rustomp_plugin::{ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Result, Symbol};
+use rustomp_plugin::{
+    ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Result, Symbol,
+};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -96,11 +98,23 @@ pub struct CudaImage {
 impl CudaImage {
     pub fn load(core: Arc<DeviceCore>, image: &ImageInfo<'_>) -> Result<Self> {
         let device = core.label();
-        let invalid = |why: String| OffloadError::new(ErrorKind::InvalidImage, format!("{device}: cannot load image: {why}"));
-        let kind = image::classify(image.bytes)
-            .ok_or_else(|| invalid(format!("{} bytes that are neither a CUDA cubin, PTX nor a fatbinary", image.bytes.len())))?;
+        let invalid = |why: String| {
+            OffloadError::new(
+                ErrorKind::InvalidImage,
+                format!("{device}: cannot load image: {why}"),
+            )
+        };
+        let kind = image::classify(image.bytes).ok_or_else(|| {
+            invalid(format!(
+                "{} bytes that are neither a CUDA cubin, PTX nor a fatbinary",
+                image.bytes.len()
+            ))
+        })?;
         if !image::is_complete(image.bytes, kind) {
-            return Err(invalid(format!("the {} bytes of the image are truncated", image.bytes.len())));
+            return Err(invalid(format!(
+                "the {} bytes of the image are truncated",
+                image.bytes.len()
+            )));
         }
         let label = match kind {
             ImageKind::Cubin { sm } => format!("sm_{sm} cubin"),
@@ -119,9 +133,16 @@ impl CudaImage {
         };
         // SAFETY: `classify` and `is_complete` checked the kind and that the headers' extent
         // lies within the bytes; PTX is NUL-terminated above.
-        let module = unsafe { Module::load(&core.context, &bytes) }
-            .map_err(|e| e.offload(format!("{device}: cannot load the {label} image"), ErrorKind::InvalidImage))?;
-        diag::debug(format_args!("{device}: loaded a {label} image of {} bytes", image.bytes.len()));
+        let module = unsafe { Module::load(&core.context, &bytes) }.map_err(|e| {
+            e.offload(
+                format!("{device}: cannot load the {label} image"),
+                ErrorKind::InvalidImage,
+            )
+        })?;
+        diag::debug(format_args!(
+            "{device}: loaded a {label} image of {} bytes",
+            image.bytes.len()
+        ));
         let environment = core.environment;
         let loaded = Self {
             core,
@@ -129,9 +150,15 @@ impl CudaImage {
             label,
             destructors: image::symbols_with_prefix(image.bytes, kind, GLOBAL_DTORS.objects),
             kernels: Mutex::new(HashMap::new()),
-            published: Mutex::new(Published { environment, table: None }),
+            published: Mutex::new(Published {
+                environment,
+                table: None,
+            }),
         };
-        loaded.write_global(symbols::DEVICE_ENVIRONMENT, &layout::device_environment_bytes(&environment))?;
+        loaded.write_global(
+            symbols::DEVICE_ENVIRONMENT,
+            &layout::device_environment_bytes(&environment),
+        )?;
         let constructors = image::symbols_with_prefix(image.bytes, kind, GLOBAL_CTORS.objects);
         loaded.run_global_initializers(&GLOBAL_CTORS, &constructors)?;
         Ok(loaded)
@@ -139,7 +166,11 @@ impl CudaImage {
 
     /// Calls the image's global constructors or destructors: their pointers, in priority order,
     /// go into a device array that the image's `nvptx$device$init` (`fini`) kernel walks.
-    fn run_global_initializers(&self, names: &GlobalInitializers, objects: &[String]) -> Result<()> {
+    fn run_global_initializers(
+        &self,
+        names: &GlobalInitializers,
+        objects: &[String],
+    ) -> Result<()> {
         if objects.is_empty() {
             return Ok(());
         }
@@ -147,37 +178,82 @@ impl CudaImage {
         let function = match self.module.function(names.kernel) {
             Ok(f) => f,
             Err(e) if e.code == NOT_FOUND => {
-                diag::debug(format_args!("{device}: {} objects but no {} kernel; not run", objects.len(), names.kernel));
+                diag::debug(format_args!(
+                    "{device}: {} objects but no {} kernel; not run",
+                    objects.len(),
+                    names.kernel
+                ));
                 return Ok(());
             }
-            Err(e) => return Err(e.offload(format!("{device}: looking up {}", names.kernel), ErrorKind::SymbolNotFound)),
+            Err(e) => {
+                return Err(e.offload(
+                    format!("{device}: looking up {}", names.kernel),
+                    ErrorKind::SymbolNotFound,
+                ))
+            }
         };
-        let mut ordered: Vec<(u16, &String)> = objects.iter().map(|n| (image::init_priority(n).unwrap_or(u16::MAX), n)).collect();
+        let mut ordered: Vec<(u16, &String)> = objects
+            .iter()
+            .map(|n| (image::init_priority(n).unwrap_or(u16::MAX), n))
+            .collect();
         ordered.sort_by_key(|(priority, _)| *priority);
         let mut pointers = Vec::with_capacity(ordered.len() * 8);
         for (_, name) in &ordered {
-            let Some((address, size)) = self.global(name)? else { continue };
+            let Some((address, size)) = self.global(name)? else {
+                continue;
+            };
             if size != 8 {
-                return Err(OffloadError::new(ErrorKind::InvalidImage, format!("{device}: {name} has {size} bytes, expected a pointer")));
+                return Err(OffloadError::new(
+                    ErrorKind::InvalidImage,
+                    format!("{device}: {name} has {size} bytes, expected a pointer"),
+                ));
             }
             let mut pointer = [0u8; 8];
-            self.core.download(address, &mut pointer).map_err(|e| e.offload(format!("{device}: reading {name}"), ErrorKind::TransferFailed))?;
+            self.core.download(address, &mut pointer).map_err(|e| {
+                e.offload(
+                    format!("{device}: reading {name}"),
+                    ErrorKind::TransferFailed,
+                )
+            })?;
             pointers.extend_from_slice(&pointer);
         }
-        let failed = |e: DriverError| e.offload(format!("{device}: running {} of the {} image", names.kernel, self.label), ErrorKind::LaunchFailed);
+        let failed = |e: DriverError| {
+            e.offload(
+                format!(
+                    "{device}: running {} of the {} image",
+                    names.kernel, self.label
+                ),
+                ErrorKind::LaunchFailed,
+            )
+        };
         let array = DeviceMemory::new(&self.core.context, pointers.len()).map_err(failed)?;
-        self.core.upload(array.address(), &pointers).map_err(failed)?;
+        self.core
+            .upload(array.address(), &pointers)
+            .map_err(failed)?;
         self.write_global(names.start, &array.address().to_le_bytes())?;
-        self.write_global(names.end, &(array.address() + pointers.len() as u64).to_le_bytes())?;
-        let one = LaunchDims { blocks: 1, threads: 1, dynamic_shared_bytes: 0 };
+        self.write_global(
+            names.end,
+            &(array.address() + pointers.len() as u64).to_le_bytes(),
+        )?;
+        let one = LaunchDims {
+            blocks: 1,
+            threads: 1,
+            dynamic_shared_bytes: 0,
+        };
         self.core
             .with_stream(|stream| {
                 // SAFETY: the kernel takes no parameters and belongs to this device's current
                 // context; the array it walks lives until after the synchronization.
-                unsafe { r::launch_kernel(self.core.api(), function, one, stream.handle(), &mut []) }
+                unsafe {
+                    r::launch_kernel(self.core.api(), function, one, stream.handle(), &mut [])
+                }
             })
             .map_err(failed)?;
-        diag::debug(format_args!("{device}: ran {} global {}", pointers.len() / 8, names.kernel));
+        diag::debug(format_args!(
+            "{device}: ran {} global {}",
+            pointers.len() / 8,
+            names.kernel
+        ));
         Ok(())
     }
 
@@ -190,7 +266,10 @@ impl CudaImage {
         match self.module.global(name) {
             Ok(found) => Ok(Some(found)),
             Err(e) if e.code == NOT_FOUND => Ok(None),
-            Err(e) => Err(e.offload(format!("{}: looking up global {name}", self.device()), ErrorKind::SymbolNotFound)),
+            Err(e) => Err(e.offload(
+                format!("{}: looking up global {name}", self.device()),
+                ErrorKind::SymbolNotFound,
+            )),
         }
     }
 
@@ -198,18 +277,30 @@ impl CudaImage {
     /// size must match.
     fn write_global(&self, name: &str, bytes: &[u8]) -> Result<bool> {
         let Some((address, size)) = self.global(name)? else {
-            diag::debug(format_args!("{}: the {} image has no {name}; not written", self.device(), self.label));
+            diag::debug(format_args!(
+                "{}: the {} image has no {name}; not written",
+                self.device(),
+                self.label
+            ));
             return Ok(false);
         };
         if size != bytes.len() {
             return Err(OffloadError::new(
                 ErrorKind::InvalidImage,
-                format!("{}: global {name} of the {} image has {size} bytes, expected {}", self.device(), self.label, bytes.len()),
+                format!(
+                    "{}: global {name} of the {} image has {size} bytes, expected {}",
+                    self.device(),
+                    self.label,
+                    bytes.len()
+                ),
             ));
         }
-        self.core
-            .upload(address, bytes)
-            .map_err(|e| e.offload(format!("{}: writing {name}", self.device()), ErrorKind::TransferFailed))?;
+        self.core.upload(address, bytes).map_err(|e| {
+            e.offload(
+                format!("{}: writing {name}", self.device()),
+                ErrorKind::TransferFailed,
+            )
+        })?;
         Ok(true)
     }
 
@@ -219,28 +310,49 @@ impl CudaImage {
         let config = match self.global(&environment_name)? {
             Some((address, size)) if size >= layout::KERNEL_ENVIRONMENT_SIZE => {
                 let mut bytes = [0u8; layout::KERNEL_ENVIRONMENT_SIZE];
-                self.core
-                    .download(address, &mut bytes)
-                    .map_err(|e| e.offload(format!("{device}: reading {environment_name}"), ErrorKind::TransferFailed))?;
+                self.core.download(address, &mut bytes).map_err(|e| {
+                    e.offload(
+                        format!("{device}: reading {environment_name}"),
+                        ErrorKind::TransferFailed,
+                    )
+                })?;
                 layout::parse_kernel_environment(&bytes).unwrap_or_default()
             }
             Some((_, size)) => {
                 return Err(OffloadError::new(
                     ErrorKind::InvalidImage,
-                    format!("{device}: {environment_name} has {size} bytes, expected {}", layout::KERNEL_ENVIRONMENT_SIZE),
+                    format!(
+                        "{device}: {environment_name} has {size} bytes, expected {}",
+                        layout::KERNEL_ENVIRONMENT_SIZE
+                    ),
                 ));
             }
             None => {
                 // Not an OpenMP kernel (no environment): launched as given, like LLVM's bare mode.
-                diag::debug(format_args!("{device}: kernel {} has no kernel environment; bare launch", kernel.name));
-                ConfigurationEnvironment { exec_mode: exec_mode::BARE, ..Default::default() }
+                diag::debug(format_args!(
+                    "{device}: kernel {} has no kernel environment; bare launch",
+                    kernel.name
+                ));
+                ConfigurationEnvironment {
+                    exec_mode: exec_mode::BARE,
+                    ..Default::default()
+                }
             }
         };
         // SAFETY: the function belongs to this image's module, alive while `self` is.
         let function_max_threads = unsafe {
-            r::function_attribute(self.core.api(), kernel.function, function_attribute::MAX_THREADS_PER_BLOCK)
+            r::function_attribute(
+                self.core.api(),
+                kernel.function,
+                function_attribute::MAX_THREADS_PER_BLOCK,
+            )
         }
-        .map_err(|e| e.offload(format!("{device}: querying kernel {}", kernel.name), ErrorKind::LaunchFailed))?;
+        .map_err(|e| {
+            e.offload(
+                format!("{device}: querying kernel {}", kernel.name),
+                ErrorKind::LaunchFailed,
+            )
+        })?;
         Ok(KernelFacts {
             config,
             shape: KernelShape {
@@ -268,7 +380,11 @@ impl CudaImage {
         if limit == DYNAMIC_SHARED_LIMIT_UNKNOWN {
             // SAFETY: the function belongs to this image's module, alive while `self` is.
             let current = unsafe {
-                r::function_attribute(self.core.api(), kernel.function, function_attribute::MAX_DYNAMIC_SHARED_SIZE_BYTES)
+                r::function_attribute(
+                    self.core.api(),
+                    kernel.function,
+                    function_attribute::MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                )
             };
             // Not known: opt in below, which is harmless when already allowed.
             limit = current.map_or(DYNAMIC_SHARED_LIMIT_UNKNOWN, |v| v.max(0) as u32);
@@ -292,7 +408,14 @@ impl CudaImage {
             )
         }
         .map_err(|e| {
-            e.offload(format!("{}: kernel {} cannot get {bytes} bytes of dynamic shared memory", self.device(), kernel.name), ErrorKind::LaunchFailed)
+            e.offload(
+                format!(
+                    "{}: kernel {} cannot get {bytes} bytes of dynamic shared memory",
+                    self.device(),
+                    kernel.name
+                ),
+                ErrorKind::LaunchFailed,
+            )
         })
     }
 }
@@ -304,7 +427,12 @@ impl LoadedImage for CudaImage {
             return None;
         }
         match self.global(name) {
-            Ok(Some((address, size))) => return Some(Symbol { address: address as *mut c_void, size }),
+            Ok(Some((address, size))) => {
+                return Some(Symbol {
+                    address: address as *mut c_void,
+                    size,
+                })
+            }
             Ok(None) => {}
             Err(e) => {
                 diag::debug(format_args!("{e}"));
@@ -314,7 +442,11 @@ impl LoadedImage for CudaImage {
         let function = match self.module.function(name) {
             Ok(f) => f,
             Err(e) => {
-                diag::debug(format_args!("{}: {name} is neither a global nor a kernel of the {} image: {e}", self.device(), self.label));
+                diag::debug(format_args!(
+                    "{}: {name} is neither a global nor a kernel of the {} image: {e}",
+                    self.device(),
+                    self.label
+                ));
                 return None;
             }
         };
@@ -328,46 +460,87 @@ impl LoadedImage for CudaImage {
                 opt_in: Mutex::new(()),
             })
         });
-        Some(Symbol { address: function, size: 0 })
+        Some(Symbol {
+            address: function,
+            size: 0,
+        })
     }
 
-    unsafe fn launch(&self, kernel: Symbol, args: &[*mut c_void], config: &LaunchConfig) -> Result<()> {
+    unsafe fn launch(
+        &self,
+        kernel: Symbol,
+        args: &[*mut c_void],
+        config: &LaunchConfig,
+    ) -> Result<()> {
         let device = self.device();
-        let found = self.kernels.lock().unwrap_or_else(|e| e.into_inner()).get(&(kernel.address as usize)).cloned();
+        let found = self
+            .kernels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(kernel.address as usize))
+            .cloned();
         let kernel = found.ok_or_else(|| {
-            OffloadError::new(ErrorKind::InvalidArgument, format!("{device}: {:p} is not a kernel of the {} image", kernel.address, self.label))
+            OffloadError::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{device}: {:p} is not a kernel of the {} image",
+                    kernel.address, self.label
+                ),
+            )
         })?;
-        self.core
-            .context
-            .make_current()
-            .map_err(|e| e.offload(format!("{device}: launching {}", kernel.name), ErrorKind::DeviceUnavailable))?;
+        self.core.context.make_current().map_err(|e| {
+            e.offload(
+                format!("{device}: launching {}", kernel.name),
+                ErrorKind::DeviceUnavailable,
+            )
+        })?;
         let facts = self.facts(&kernel)?;
         let Geometry { blocks, threads } = geometry::compute(&self.core.grid, &facts.shape, config);
-        let dynamic_shared_bytes = config.dyn_shared_bytes.max(self.core.environment.dynamic_mem_size);
+        let dynamic_shared_bytes = config
+            .dyn_shared_bytes
+            .max(self.core.environment.dynamic_mem_size);
         self.reserve_dynamic_shared(&kernel, dynamic_shared_bytes)?;
 
         // The launch environment: per launch with the teams-reduction buffer, else the shared
         // zeroed one. `_per_launch` keeps the allocations alive until the kernel finished.
         let environment_failed = |e: DriverError| {
-            e.offload(format!("{device}: preparing the launch environment of {}", kernel.name), ErrorKind::OutOfMemory)
+            e.offload(
+                format!(
+                    "{device}: preparing the launch environment of {}",
+                    kernel.name
+                ),
+                ErrorKind::OutOfMemory,
+            )
         };
         let mut _per_launch: Vec<DeviceMemory> = Vec::new();
         let environment = if facts.reduction_bytes > 0 {
-            let buffer = DeviceMemory::new(&self.core.context, facts.reduction_bytes).map_err(environment_failed)?;
-            let env = DeviceMemory::new(&self.core.context, layout::LAUNCH_ENVIRONMENT_SIZE).map_err(environment_failed)?;
-            self.core.upload(env.address(), &layout::launch_environment_bytes(buffer.address())).map_err(environment_failed)?;
+            let buffer = DeviceMemory::new(&self.core.context, facts.reduction_bytes)
+                .map_err(environment_failed)?;
+            let env = DeviceMemory::new(&self.core.context, layout::LAUNCH_ENVIRONMENT_SIZE)
+                .map_err(environment_failed)?;
+            self.core
+                .upload(
+                    env.address(),
+                    &layout::launch_environment_bytes(buffer.address()),
+                )
+                .map_err(environment_failed)?;
             let address = env.address();
             _per_launch.push(env);
             _per_launch.push(buffer);
             address
         } else {
-            self.core.idle_launch_environment().map_err(environment_failed)?
+            self.core
+                .idle_launch_environment()
+                .map_err(environment_failed)?
         };
 
         let mut values: Vec<u64> = Vec::with_capacity(args.len() + 1);
         values.push(environment);
         values.extend(args.iter().map(|&a| a as u64));
-        let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
+        let mut params: Vec<*mut c_void> = values
+            .iter_mut()
+            .map(|v| v as *mut u64 as *mut c_void)
+            .collect();
         if diag::info_enabled(diag::PLUGIN_KERNEL) {
             diag::info(
                 self.core.global,
@@ -378,7 +551,11 @@ impl LoadedImage for CudaImage {
                 ),
             );
         }
-        let dims = LaunchDims { blocks, threads, dynamic_shared_bytes };
+        let dims = LaunchDims {
+            blocks,
+            threads,
+            dynamic_shared_bytes,
+        };
         self.core
             .with_stream(|stream| {
                 // SAFETY: the function and stream belong to this device's current context;
@@ -407,18 +584,32 @@ impl LoadedImage for CudaImage {
         }
         let device = self.device();
         let bytes = layout::table_bytes(&sorted);
-        let memory = DeviceMemory::new(&self.core.context, bytes.len())
-            .map_err(|e| e.offload(format!("{device}: allocating the indirect-call table"), ErrorKind::OutOfMemory))?;
-        self.core
-            .upload(memory.address(), &bytes)
-            .map_err(|e| e.offload(format!("{device}: uploading the indirect-call table"), ErrorKind::TransferFailed))?;
+        let memory = DeviceMemory::new(&self.core.context, bytes.len()).map_err(|e| {
+            e.offload(
+                format!("{device}: allocating the indirect-call table"),
+                ErrorKind::OutOfMemory,
+            )
+        })?;
+        self.core.upload(memory.address(), &bytes).map_err(|e| {
+            e.offload(
+                format!("{device}: uploading the indirect-call table"),
+                ErrorKind::TransferFailed,
+            )
+        })?;
         let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
         published.environment.indirect_call_table = memory.address() as usize;
         published.environment.indirect_call_table_size = sorted.len() as u64;
-        self.write_global(symbols::DEVICE_ENVIRONMENT, &layout::device_environment_bytes(&published.environment))?;
+        self.write_global(
+            symbols::DEVICE_ENVIRONMENT,
+            &layout::device_environment_bytes(&published.environment),
+        )?;
         self.write_global(symbols::FPTR_MAP_POINTER, &memory.address().to_le_bytes())?;
         self.write_global(symbols::FPTR_MAP_SIZE, &(sorted.len() as u64).to_le_bytes())?;
-        diag::debug(format_args!("{device}: indirect-call table of {} entries at {:#x}", sorted.len(), memory.address()));
+        diag::debug(format_args!(
+            "{device}: indirect-call table of {} entries at {:#x}",
+            sorted.len(),
+            memory.address()
+        ));
         // The previous table (if any) is freed only now that nothing points at it.
         published.table = Some(memory);
         Ok(())

@@ -4,7 +4,9 @@
 //! written at image load, the indirect table, the launch environment, the geometry handed to
 //! `cuLaunchKernel`, memory kinds, and how driver failures are reported.
 
-use crate::driver::sys::{Api, CUcontext, CUdevice, CUdeviceptr, CUfunction, CUmodule, CUresult, CUstream};
+use crate::driver::sys::{
+    Api, CUcontext, CUdevice, CUdeviceptr, CUfunction, CUmodule, CUresult, CUstream,
+};
 use crate::CudaPlugin;
 use core::ffi::{c_char, c_int, c_uint, c_void};
 use rustomp_abi::{exec_mode, FptrMapEntry};
@@ -103,7 +105,12 @@ fn leak(bytes: usize) -> u64 {
 /// `address` came from `leak(bytes)` and is not used afterwards.
 unsafe fn unleak(address: u64, bytes: usize) {
     // SAFETY: guaranteed by the caller: the same pointer and length `leak` produced.
-    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(address as *mut u8, bytes.max(1))) });
+    drop(unsafe {
+        Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+            address as *mut u8,
+            bytes.max(1),
+        ))
+    });
 }
 
 unsafe extern "C" fn init(_flags: c_uint) -> CUresult {
@@ -127,7 +134,11 @@ unsafe extern "C" fn device_get(d: *mut CUdevice, ordinal: c_int) -> CUresult {
     unsafe { *d = 0 };
     OK
 }
-unsafe extern "C" fn device_get_attribute(v: *mut c_int, attribute: c_int, _d: CUdevice) -> CUresult {
+unsafe extern "C" fn device_get_attribute(
+    v: *mut c_int,
+    attribute: c_int,
+    _d: CUdevice,
+) -> CUresult {
     use crate::driver::sys::device_attribute as a;
     let (major, minor) = with(|f| f.capability);
     let value = match attribute {
@@ -186,7 +197,11 @@ unsafe extern "C" fn primary_ctx_retain(c: *mut CUcontext, _d: CUdevice) -> CUre
 unsafe extern "C" fn primary_ctx_release(_d: CUdevice) -> CUresult {
     OK
 }
-unsafe extern "C" fn primary_ctx_get_state(_d: CUdevice, flags: *mut c_uint, active: *mut c_int) -> CUresult {
+unsafe extern "C" fn primary_ctx_get_state(
+    _d: CUdevice,
+    flags: *mut c_uint,
+    active: *mut c_int,
+) -> CUresult {
     // SAFETY: as above.
     unsafe {
         *flags = 0;
@@ -231,7 +246,11 @@ unsafe extern "C" fn mem_alloc(p: *mut CUdeviceptr, bytes: usize) -> CUresult {
     OK
 }
 unsafe extern "C" fn mem_free(p: CUdeviceptr) -> CUresult {
-    let known = with(|f| f.device_allocs.remove(&p).or_else(|| f.managed_allocs.remove(&p)));
+    let known = with(|f| {
+        f.device_allocs
+            .remove(&p)
+            .or_else(|| f.managed_allocs.remove(&p))
+    });
     match known {
         // SAFETY: allocated by `leak` with this size, removed from the table above.
         Some(bytes) => unsafe {
@@ -258,29 +277,54 @@ unsafe extern "C" fn mem_free_host(p: *mut c_void) -> CUresult {
         None => INVALID_VALUE,
     }
 }
-unsafe extern "C" fn mem_alloc_managed(p: *mut CUdeviceptr, bytes: usize, _flags: c_uint) -> CUresult {
+unsafe extern "C" fn mem_alloc_managed(
+    p: *mut CUdeviceptr,
+    bytes: usize,
+    _flags: c_uint,
+) -> CUresult {
     let address = leak(bytes);
     with(|f| f.managed_allocs.insert(address, bytes));
     // SAFETY: as above.
     unsafe { *p = address };
     OK
 }
-unsafe extern "C" fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, bytes: usize, _s: CUstream) -> CUresult {
+unsafe extern "C" fn memcpy_htod(
+    dst: CUdeviceptr,
+    src: *const c_void,
+    bytes: usize,
+    _s: CUstream,
+) -> CUresult {
     // SAFETY: fake device memory is host memory; the plugin passes valid ranges.
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
     OK
 }
-unsafe extern "C" fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, bytes: usize, _s: CUstream) -> CUresult {
+unsafe extern "C" fn memcpy_dtoh(
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    bytes: usize,
+    _s: CUstream,
+) -> CUresult {
     // SAFETY: as above.
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
     OK
 }
-unsafe extern "C" fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, _s: CUstream) -> CUresult {
+unsafe extern "C" fn memcpy_dtod(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    bytes: usize,
+    _s: CUstream,
+) -> CUresult {
     // SAFETY: as above.
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
     OK
 }
-unsafe extern "C" fn module_load(m: *mut CUmodule, image: *const c_void, _n: c_uint, _o: *mut c_int, _v: *mut *mut c_void) -> CUresult {
+unsafe extern "C" fn module_load(
+    m: *mut CUmodule,
+    image: *const c_void,
+    _n: c_uint,
+    _o: *mut c_int,
+    _v: *mut *mut c_void,
+) -> CUresult {
     // SAFETY: the plugin passes a complete image; the first four bytes exist.
     let magic = unsafe { std::slice::from_raw_parts(image as *const u8, 4) };
     if magic != b"\x7fELF" {
@@ -294,7 +338,9 @@ unsafe extern "C" fn module_load(m: *mut CUmodule, image: *const c_void, _n: c_u
         for (name, contents) in spec.globals {
             let address = leak(contents.len());
             // SAFETY: `leak` returned contents.len() bytes.
-            unsafe { std::ptr::copy_nonoverlapping(contents.as_ptr(), address as *mut u8, contents.len()) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(contents.as_ptr(), address as *mut u8, contents.len())
+            };
             globals.insert(name, (address, contents.len()));
         }
         let mut kernels = HashMap::new();
@@ -318,10 +364,20 @@ unsafe extern "C" fn module_unload(m: CUmodule) -> CUresult {
         400
     }
 }
-unsafe extern "C" fn module_get_function(out: *mut CUfunction, m: CUmodule, name: *const c_char) -> CUresult {
+unsafe extern "C" fn module_get_function(
+    out: *mut CUfunction,
+    m: CUmodule,
+    name: *const c_char,
+) -> CUresult {
     // SAFETY: the plugin passes a NUL-terminated name.
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
-    match with(|f| f.modules.get(&(m as usize)).and_then(|module| module.kernels.get(&name).copied())) {
+    let name = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
+    match with(|f| {
+        f.modules
+            .get(&(m as usize))
+            .and_then(|module| module.kernels.get(&name).copied())
+    }) {
         Some(function) => {
             // SAFETY: as above.
             unsafe { *out = function as CUfunction };
@@ -330,10 +386,21 @@ unsafe extern "C" fn module_get_function(out: *mut CUfunction, m: CUmodule, name
         None => NOT_FOUND,
     }
 }
-unsafe extern "C" fn module_get_global(p: *mut CUdeviceptr, bytes: *mut usize, m: CUmodule, name: *const c_char) -> CUresult {
+unsafe extern "C" fn module_get_global(
+    p: *mut CUdeviceptr,
+    bytes: *mut usize,
+    m: CUmodule,
+    name: *const c_char,
+) -> CUresult {
     // SAFETY: as above.
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
-    match with(|f| f.modules.get(&(m as usize)).and_then(|module| module.globals.get(&name).copied())) {
+    let name = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
+    match with(|f| {
+        f.modules
+            .get(&(m as usize))
+            .and_then(|module| module.globals.get(&name).copied())
+    }) {
         Some((address, size)) => {
             // SAFETY: as above.
             unsafe {
@@ -345,12 +412,20 @@ unsafe extern "C" fn module_get_global(p: *mut CUdeviceptr, bytes: *mut usize, m
         None => NOT_FOUND,
     }
 }
-unsafe extern "C" fn func_get_attribute(v: *mut c_int, _attribute: c_int, _f: CUfunction) -> CUresult {
+unsafe extern "C" fn func_get_attribute(
+    v: *mut c_int,
+    _attribute: c_int,
+    _f: CUfunction,
+) -> CUresult {
     // SAFETY: as above.
     unsafe { *v = 1024 };
     OK
 }
-unsafe extern "C" fn func_set_attribute(_f: CUfunction, _attribute: c_int, _value: c_int) -> CUresult {
+unsafe extern "C" fn func_set_attribute(
+    _f: CUfunction,
+    _attribute: c_int,
+    _value: c_int,
+) -> CUresult {
     OK
 }
 #[allow(clippy::too_many_arguments)] // cuLaunchKernel's own signature
@@ -374,7 +449,9 @@ unsafe extern "C" fn launch_kernel(
         return 400;
     };
     // SAFETY: the plugin passes one pointer to a u64 per parameter; the kernel takes `params`.
-    let values: Vec<u64> = (0..kernel.params).map(|i| unsafe { *(*params.add(i) as *const u64) }).collect();
+    let values: Vec<u64> = (0..kernel.params)
+        .map(|i| unsafe { *(*params.add(i) as *const u64) })
+        .collect();
     let mut launch_env = vec![0u8; 16];
     let mut init_array = Vec::new();
     if let Some(&env) = values.first() {
@@ -382,8 +459,14 @@ unsafe extern "C" fn launch_kernel(
         unsafe { std::ptr::copy_nonoverlapping(env as *const u8, launch_env.as_mut_ptr(), 16) };
     } else {
         let bounds = with(|f| {
-            let m = f.modules.values().find(|m| m.globals.contains_key("__init_array_start"))?;
-            Some((m.globals["__init_array_start"].0, m.globals["__init_array_end"].0))
+            let m = f
+                .modules
+                .values()
+                .find(|m| m.globals.contains_key("__init_array_start"))?;
+            Some((
+                m.globals["__init_array_start"].0,
+                m.globals["__init_array_end"].0,
+            ))
         });
         if let Some((start, end)) = bounds {
             // SAFETY: the globals are 8-byte fake device memory holding addresses of an array
@@ -396,7 +479,17 @@ unsafe extern "C" fn launch_kernel(
                 .collect();
         }
     }
-    with(|f| f.launches.push(Launch { kernel: kernel.name, grid: gx, block: bx, shared, params: values, launch_env, init_array }));
+    with(|f| {
+        f.launches.push(Launch {
+            kernel: kernel.name,
+            grid: gx,
+            block: bx,
+            shared,
+            params: values,
+            launch_env,
+            init_array,
+        })
+    });
     OK
 }
 
@@ -442,7 +535,10 @@ fn api() -> &'static Api {
 /// Installs a fresh fake driver (a GPU of capability `capability`) for one test.
 fn install(capability: (c_int, c_int)) -> MutexGuard<'static, ()> {
     let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    *fake() = Some(Fake { capability, ..Fake::default() });
+    *fake() = Some(Fake {
+        capability,
+        ..Fake::default()
+    });
     serial
 }
 
@@ -460,7 +556,11 @@ fn cubin(sm: u32) -> Vec<u8> {
 }
 
 fn image(bytes: &[u8]) -> ImageInfo<'_> {
-    ImageInfo { bytes, triple: "nvptx64-nvidia-cuda".into(), arch: String::new() }
+    ImageInfo {
+        bytes,
+        triple: "nvptx64-nvidia-cuda".into(),
+        arch: String::new(),
+    }
 }
 
 /// A kernel environment global for `mode`, with a teams reduction of `reduction` bytes x 1024.
@@ -474,7 +574,11 @@ fn kernel_environment(mode: u8, reduction: i32) -> Vec<u8> {
 
 fn global_bytes(name: &str) -> Vec<u8> {
     with(|f| {
-        let module = f.modules.values().find(|m| m.globals.contains_key(name)).expect("module with the global");
+        let module = f
+            .modules
+            .values()
+            .find(|m| m.globals.contains_key(name))
+            .expect("module with the global");
         let (address, size) = module.globals[name];
         // SAFETY: fake globals are host memory of `size` bytes.
         unsafe { std::slice::from_raw_parts(address as *const u8, size) }.to_vec()
@@ -491,16 +595,37 @@ fn standard_module() -> ModuleSpec {
             ("__omp_rtl_device_environment".into(), vec![0; 48]),
             ("__omp_offloading_fptr_map_p".into(), vec![0; 8]),
             ("__omp_offloading_fptr_map_size".into(), vec![0; 8]),
-            ("spmd_kernel_environment".into(), kernel_environment(exec_mode::SPMD, 0)),
-            ("generic_kernel_environment".into(), kernel_environment(exec_mode::GENERIC, 0)),
-            ("reduce_kernel_environment".into(), kernel_environment(exec_mode::SPMD, 8)),
+            (
+                "spmd_kernel_environment".into(),
+                kernel_environment(exec_mode::SPMD, 0),
+            ),
+            (
+                "generic_kernel_environment".into(),
+                kernel_environment(exec_mode::GENERIC, 0),
+            ),
+            (
+                "reduce_kernel_environment".into(),
+                kernel_environment(exec_mode::SPMD, 8),
+            ),
             ("counter".into(), 7u32.to_le_bytes().to_vec()),
         ],
         kernels: vec![
-            FakeKernel { name: "spmd".into(), params: 3 },
-            FakeKernel { name: "generic".into(), params: 1 },
-            FakeKernel { name: "reduce".into(), params: 1 },
-            FakeKernel { name: "plain".into(), params: 1 },
+            FakeKernel {
+                name: "spmd".into(),
+                params: 3,
+            },
+            FakeKernel {
+                name: "generic".into(),
+                params: 1,
+            },
+            FakeKernel {
+                name: "reduce".into(),
+                params: 1,
+            },
+            FakeKernel {
+                name: "plain".into(),
+                params: 1,
+            },
         ],
     }
 }
@@ -510,11 +635,17 @@ fn devices_and_compatibility_come_from_the_driver() {
     let _serial = install((9, 0));
     let plugin = CudaPlugin::with_api(api());
     assert!(plugin.is_compatible(&image(&cubin(90))));
-    assert!(!plugin.is_compatible(&ImageInfo { bytes: b"\x7fELF", triple: "x86_64-pc-linux-gnu".into(), arch: String::new() }));
+    assert!(!plugin.is_compatible(&ImageInfo {
+        bytes: b"\x7fELF",
+        triple: "x86_64-pc-linux-gnu".into(),
+        arch: String::new()
+    }));
     assert_eq!(plugin.number_of_devices(), 1);
     assert_eq!(plugin.unavailable_reason(), None);
     assert!(plugin.device_compatibility(0, &image(&cubin(90))).is_ok());
-    let why = plugin.device_compatibility(0, &image(&cubin(80))).unwrap_err();
+    let why = plugin
+        .device_compatibility(0, &image(&cubin(80)))
+        .unwrap_err();
     assert!(why.contains("sm_80") && why.contains("sm_90"), "{why}");
     assert!(plugin.device_compatibility(0, &image(&cubin(100))).is_err());
     assert!(plugin.device_compatibility(1, &image(&cubin(90))).is_err());
@@ -527,13 +658,19 @@ fn no_gpu_and_no_driver_mean_zero_devices_with_a_reason() {
     let plugin = CudaPlugin::with_api(api());
     assert_eq!(plugin.number_of_devices(), 0);
     let why = plugin.unavailable_reason().unwrap();
-    assert!(why.contains("CUDA_ERROR_NO_DEVICE") && why.contains("cuInit"), "{why}");
+    assert!(
+        why.contains("CUDA_ERROR_NO_DEVICE") && why.contains("cuInit"),
+        "{why}"
+    );
     assert!(plugin.open_device(0, 0, 1).is_err());
 
     let absent = CudaPlugin::with_library("/nonexistent/libcuda.so.1");
     assert_eq!(absent.number_of_devices(), 0);
     let why = absent.unavailable_reason().unwrap();
-    assert!(why.starts_with("no CUDA driver") && why.contains("/nonexistent/libcuda.so.1"), "{why}");
+    assert!(
+        why.starts_with("no CUDA driver") && why.contains("/nonexistent/libcuda.so.1"),
+        "{why}"
+    );
 }
 
 #[test]
@@ -545,20 +682,47 @@ fn loading_an_image_publishes_the_device_environment_and_indirect_table() {
     let bytes = cubin(90);
     let loaded = device.load_image(&image(&bytes)).unwrap();
     let env = global_bytes("__omp_rtl_device_environment");
-    assert_eq!(u32::from_le_bytes(env[4..8].try_into().unwrap()), 7, "num_devices");
-    assert_eq!(u32::from_le_bytes(env[8..12].try_into().unwrap()), 5, "device_num");
+    assert_eq!(
+        u32::from_le_bytes(env[4..8].try_into().unwrap()),
+        7,
+        "num_devices"
+    );
+    assert_eq!(
+        u32::from_le_bytes(env[8..12].try_into().unwrap()),
+        5,
+        "device_num"
+    );
     assert_eq!(u64_at(&env, 16), 1_000_000_000, "clock frequency");
     assert_eq!(u64_at(&env, 40), 132 * (2048 / 32), "hardware parallelism");
     assert_eq!(u64_at(&env, 24), 0, "no table yet");
 
-    let table = [FptrMapEntry { host: 0x300, device: 0xc }, FptrMapEntry { host: 0x100, device: 0xa }, FptrMapEntry { host: 0x200, device: 0xb }];
+    let table = [
+        FptrMapEntry {
+            host: 0x300,
+            device: 0xc,
+        },
+        FptrMapEntry {
+            host: 0x100,
+            device: 0xa,
+        },
+        FptrMapEntry {
+            host: 0x200,
+            device: 0xb,
+        },
+    ];
     loaded.set_indirect_table(&table).unwrap();
     let env = global_bytes("__omp_rtl_device_environment");
     let (address, size) = (u64_at(&env, 24), u64_at(&env, 32));
     assert_eq!(size, 3);
     assert_ne!(address, 0);
-    assert_eq!(u64_at(&global_bytes("__omp_offloading_fptr_map_p"), 0), address);
-    assert_eq!(u64_at(&global_bytes("__omp_offloading_fptr_map_size"), 0), 3);
+    assert_eq!(
+        u64_at(&global_bytes("__omp_offloading_fptr_map_p"), 0),
+        address
+    );
+    assert_eq!(
+        u64_at(&global_bytes("__omp_offloading_fptr_map_size"), 0),
+        3
+    );
     // SAFETY: the fake device table is host memory of 3 entries.
     let uploaded = unsafe { std::slice::from_raw_parts(address as *const u8, 48) };
     let hosts: Vec<u64> = (0..3).map(|i| u64_at(uploaded, i * 16)).collect();
@@ -571,12 +735,16 @@ fn loading_an_image_publishes_the_device_environment_and_indirect_table() {
     assert_eq!(counter.size, 4);
     let mut value = 0u32;
     // SAFETY: `counter` is a 4-byte device global of this device.
-    unsafe { device.copy_from_device(&mut value as *mut u32 as *mut c_void, counter.address, 4) }.unwrap();
+    unsafe { device.copy_from_device(&mut value as *mut u32 as *mut c_void, counter.address, 4) }
+        .unwrap();
     assert_eq!(value, 7);
     assert_eq!(loaded.symbol("spmd").unwrap().size, 0);
     assert!(loaded.symbol("missing").is_none());
     drop(loaded);
-    assert!(with(|f| f.modules.is_empty()), "the module is unloaded with the image");
+    assert!(
+        with(|f| f.modules.is_empty()),
+        "the module is unloaded with the image"
+    );
 }
 
 #[test]
@@ -593,15 +761,27 @@ fn launches_get_llvm_geometry_and_a_launch_environment() {
     let plain = loaded.symbol("plain").unwrap();
 
     let args = [0x1111 as *mut c_void, 42 as *mut c_void];
-    let loop_of_128 = LaunchConfig { tripcount: 128, ..Default::default() };
+    let loop_of_128 = LaunchConfig {
+        tripcount: 128,
+        ..Default::default()
+    };
     // SAFETY: the fake kernel takes these parameters.
     unsafe { loaded.launch(spmd, &args, &loop_of_128) }.unwrap();
-    let teams = LaunchConfig { num_teams: 2, thread_limit: 64, dyn_shared_bytes: 256, tripcount: 0 };
+    let teams = LaunchConfig {
+        num_teams: 2,
+        thread_limit: 64,
+        dyn_shared_bytes: 256,
+        tripcount: 0,
+    };
     // SAFETY: as above.
     unsafe { loaded.launch(generic, &[], &teams) }.unwrap();
     // SAFETY: as above.
     unsafe { loaded.launch(reduce, &[], &Default::default()) }.unwrap();
-    let bare = LaunchConfig { num_teams: 3, thread_limit: 5, ..Default::default() };
+    let bare = LaunchConfig {
+        num_teams: 3,
+        thread_limit: 5,
+        ..Default::default()
+    };
     // SAFETY: as above.
     unsafe { loaded.launch(plain, &[], &bare) }.unwrap();
 
@@ -610,22 +790,44 @@ fn launches_get_llvm_geometry_and_a_launch_environment() {
     let l = &launches[0];
     assert_eq!((l.kernel.as_str(), l.grid, l.block), ("spmd", 4, 32));
     assert_eq!(&l.params[1..], &[0x1111, 42]);
-    assert_eq!(l.launch_env, vec![0u8; 16], "no reduction: the shared zeroed environment");
+    assert_eq!(
+        l.launch_env,
+        vec![0u8; 16],
+        "no reduction: the shared zeroed environment"
+    );
     let l = &launches[1];
-    assert_eq!((l.grid, l.block, l.shared), (2, 96, 256), "generic: thread limit plus a warp");
+    assert_eq!(
+        (l.grid, l.block, l.shared),
+        (2, 96, 256),
+        "generic: thread limit plus a warp"
+    );
     let l = &launches[2];
     assert_eq!((l.grid, l.block), (3200, 128));
     assert_eq!(&l.launch_env[..8], &[0u8; 8], "zeroed counters");
     let buffer = u64_at(&l.launch_env, 8);
     assert_ne!(buffer, 0, "teams-reduction buffer");
-    assert_ne!(l.params[0], launches[0].params[0], "a launch environment of its own");
+    assert_ne!(
+        l.params[0], launches[0].params[0],
+        "a launch environment of its own"
+    );
     let l = &launches[3];
-    assert_eq!((l.kernel.as_str(), l.grid, l.block), ("plain", 3, 5), "no kernel environment: bare");
+    assert_eq!(
+        (l.kernel.as_str(), l.grid, l.block),
+        ("plain", 3, 5),
+        "no kernel environment: bare"
+    );
     // The reduction buffer and its launch environment were freed after the launch; the shared
     // zeroed environment stays.
     let live: Vec<(u64, usize)> = with(|f| f.device_allocs.iter().map(|(a, s)| (*a, *s)).collect());
-    assert!(!live.iter().any(|&(a, _)| a == buffer), "reduction buffer freed");
-    assert_eq!(live.iter().filter(|&&(_, s)| s == 16).count(), 1, "only the shared launch environment stays");
+    assert!(
+        !live.iter().any(|&(a, _)| a == buffer),
+        "reduction buffer freed"
+    );
+    assert_eq!(
+        live.iter().filter(|&&(_, s)| s == 16).count(),
+        1,
+        "only the shared launch environment stays"
+    );
 }
 
 #[test]
@@ -647,21 +849,36 @@ fn memory_kinds_copies_and_driver_errors() {
     let mut output = vec![0u8; 64];
     // SAFETY: 64-byte host buffers and 64-byte device allocations of this device.
     unsafe {
-        device.copy_to_device(d, input.as_ptr() as *const c_void, 64).unwrap();
+        device
+            .copy_to_device(d, input.as_ptr() as *const c_void, 64)
+            .unwrap();
         device.copy_within_device(s, d, 64).unwrap();
-        device.copy_from_device(output.as_mut_ptr() as *mut c_void, s, 64).unwrap();
+        device
+            .copy_from_device(output.as_mut_ptr() as *mut c_void, s, 64)
+            .unwrap();
     }
     assert_eq!(input, output);
     device.free(d, AllocKind::Device).unwrap();
     device.free(h, AllocKind::Host).unwrap();
     device.free(s, AllocKind::Shared).unwrap();
-    device.free(std::ptr::null_mut(), AllocKind::Device).unwrap();
-    assert!(device.free(0x1234 as *mut c_void, AllocKind::Host).is_err(), "not an allocation");
+    device
+        .free(std::ptr::null_mut(), AllocKind::Device)
+        .unwrap();
+    assert!(
+        device.free(0x1234 as *mut c_void, AllocKind::Host).is_err(),
+        "not an allocation"
+    );
 
     with(|f| f.fail = Some(("cuMemAlloc_v2", OUT_OF_MEMORY)));
     let e = device.alloc(1 << 40, AllocKind::Device).unwrap_err();
     assert_eq!(e.kind, ErrorKind::OutOfMemory);
-    assert!(e.message.contains("device 2") && e.message.contains("CUDA_ERROR_OUT_OF_MEMORY (out of memory)"), "{}", e.message);
+    assert!(
+        e.message.contains("device 2")
+            && e.message
+                .contains("CUDA_ERROR_OUT_OF_MEMORY (out of memory)"),
+        "{}",
+        e.message
+    );
 
     let bytes = cubin(90);
     let loaded = device.load_image(&image(&bytes)).unwrap();
@@ -673,34 +890,71 @@ fn memory_kinds_copies_and_driver_errors() {
     // SAFETY: the fake kernel takes these parameters.
     let e = unsafe { loaded.launch(spmd, &args, &Default::default()) }.unwrap_err();
     assert_eq!(e.kind, ErrorKind::LaunchFailed);
-    assert!(e.message.contains("failure while running kernel spmd") && e.message.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{}", e.message);
+    assert!(
+        e.message.contains("failure while running kernel spmd")
+            && e.message.contains("CUDA_ERROR_ILLEGAL_ADDRESS"),
+        "{}",
+        e.message
+    );
     with(|f| f.fail = Some(("cuLaunchKernel", INVALID_VALUE)));
     // SAFETY: as above.
     let e = unsafe { loaded.launch(spmd, &args, &Default::default()) }.unwrap_err();
-    assert!(e.message.contains("cannot launch kernel spmd"), "{}", e.message);
+    assert!(
+        e.message.contains("cannot launch kernel spmd"),
+        "{}",
+        e.message
+    );
     // SAFETY: as above.
-    let e = unsafe { loaded.launch(rustomp_plugin::Symbol { address: 0x42 as *mut c_void, size: 0 }, &[], &Default::default()) };
+    let e = unsafe {
+        loaded.launch(
+            rustomp_plugin::Symbol {
+                address: 0x42 as *mut c_void,
+                size: 0,
+            },
+            &[],
+            &Default::default(),
+        )
+    };
     assert_eq!(e.unwrap_err().kind, ErrorKind::InvalidArgument);
 
     let truncated = &bytes[..40];
-    assert_eq!(device.load_image(&image(truncated)).err().map(|e| e.kind), Some(ErrorKind::InvalidImage));
+    assert_eq!(
+        device.load_image(&image(truncated)).err().map(|e| e.kind),
+        Some(ErrorKind::InvalidImage)
+    );
     assert!(device.describe().contains("Fake H100"));
 }
 
 #[test]
 fn global_constructors_run_in_priority_order_at_load() {
     let _serial = install((9, 0));
-    let names = ["__init_array_object_late_200", "__init_array_object_early_100", "__fini_array_object_gone_100"];
+    let names = [
+        "__init_array_object_late_200",
+        "__init_array_object_early_100",
+        "__fini_array_object_gone_100",
+    ];
     with(|f| {
         f.next_module = ModuleSpec {
             globals: vec![
-                ("__init_array_object_late_200".into(), 0xbbu64.to_le_bytes().to_vec()),
-                ("__init_array_object_early_100".into(), 0xaau64.to_le_bytes().to_vec()),
-                ("__fini_array_object_gone_100".into(), 0xccu64.to_le_bytes().to_vec()),
+                (
+                    "__init_array_object_late_200".into(),
+                    0xbbu64.to_le_bytes().to_vec(),
+                ),
+                (
+                    "__init_array_object_early_100".into(),
+                    0xaau64.to_le_bytes().to_vec(),
+                ),
+                (
+                    "__fini_array_object_gone_100".into(),
+                    0xccu64.to_le_bytes().to_vec(),
+                ),
                 ("__init_array_start".into(), vec![0; 8]),
                 ("__init_array_end".into(), vec![0; 8]),
             ],
-            kernels: vec![FakeKernel { name: "nvptx$device$init".into(), params: 0 }],
+            kernels: vec![FakeKernel {
+                name: "nvptx$device$init".into(),
+                params: 0,
+            }],
         }
     });
     let plugin = CudaPlugin::with_api(api());
@@ -710,7 +964,10 @@ fn global_constructors_run_in_priority_order_at_load() {
     let launches = with(|f| f.launches.clone());
     assert_eq!(launches.len(), 1);
     let l = &launches[0];
-    assert_eq!((l.kernel.as_str(), l.grid, l.block), ("nvptx$device$init", 1, 1));
+    assert_eq!(
+        (l.kernel.as_str(), l.grid, l.block),
+        ("nvptx$device$init", 1, 1)
+    );
     assert_eq!(l.init_array, vec![0xaa, 0xbb], "priority 100 before 200");
     // The image has no fini kernel: unloading runs nothing and still unloads.
     drop(loaded);

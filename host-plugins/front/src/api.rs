@@ -50,12 +50,16 @@ const HOST_UID: &std::ffi::CStr = c"rustomp-host";
 pub extern "C" fn omp_get_uid_from_device(device_num: i32) -> *const c_char {
     static UIDS: std::sync::OnceLock<Vec<std::ffi::CString>> = std::sync::OnceLock::new();
     let uids = UIDS.get_or_init(|| {
-        (0..runtime().num_devices()).map(|i| std::ffi::CString::new(format!("rustomp-device-{i}")).unwrap()).collect()
+        (0..runtime().num_devices())
+            .map(|i| std::ffi::CString::new(format!("rustomp-device-{i}")).unwrap())
+            .collect()
     });
     if device_num == initial_device() {
         return HOST_UID.as_ptr();
     }
-    uids.get(device_num.max(0) as usize).filter(|_| device_num >= 0).map_or(std::ptr::null(), |u| u.as_ptr())
+    uids.get(device_num.max(0) as usize)
+        .filter(|_| device_num >= 0)
+        .map_or(std::ptr::null(), |u| u.as_ptr())
 }
 /// # Safety
 /// `uid` is null or a NUL-terminated string.
@@ -69,7 +73,10 @@ pub unsafe extern "C" fn omp_get_device_from_uid(uid: *const c_char) -> i32 {
     if uid == HOST_UID.to_string_lossy() {
         return initial_device();
     }
-    uid.strip_prefix("rustomp-device-").and_then(|n| n.parse().ok()).filter(|&n: &i32| (0..initial_device()).contains(&n)).unwrap_or(OMP_INVALID_DEVICE)
+    uid.strip_prefix("rustomp-device-")
+        .and_then(|n| n.parse().ok())
+        .filter(|&n: &i32| (0..initial_device()).contains(&n))
+        .unwrap_or(OMP_INVALID_DEVICE)
 }
 
 fn alloc(size: usize, device_num: i32, kind: AllocKind) -> *mut c_void {
@@ -96,7 +103,9 @@ fn free(ptr: *mut c_void, device_num: i32, kind: AllocKind) {
     }
     if let Some(d) = device(device_num, "omp_target_free") {
         if let Err(e) = d.backend.free(ptr, kind) {
-            diag::error(&format!("omp_target_free of {ptr:p} on device {device_num}: {e}"));
+            diag::error(&format!(
+                "omp_target_free of {ptr:p} on device {device_num}: {e}"
+            ));
         }
     }
 }
@@ -136,7 +145,11 @@ pub extern "C" fn llvm_omp_target_free_shared(ptr: *mut c_void, device_num: i32)
 /// Host memory is already accessible to every device this runtime drives (page-locking is a
 /// GPU-plugin optimization): the pointer itself is the locked address.
 #[unsafe(no_mangle)]
-pub extern "C" fn llvm_omp_target_lock_mem(ptr: *mut c_void, _size: usize, _device_num: i32) -> *mut c_void {
+pub extern "C" fn llvm_omp_target_lock_mem(
+    ptr: *mut c_void,
+    _size: usize,
+    _device_num: i32,
+) -> *mut c_void {
     ptr
 }
 #[unsafe(no_mangle)]
@@ -171,7 +184,10 @@ fn copy(dst: *mut c_void, src: *const c_void, len: usize, dst_dev: i32, src_dev:
             None => return -1,
         },
         (false, false) => {
-            let (Some(d), Some(s)) = (device(dst_dev, "omp_target_memcpy"), device(src_dev, "omp_target_memcpy")) else {
+            let (Some(d), Some(s)) = (
+                device(dst_dev, "omp_target_memcpy"),
+                device(src_dev, "omp_target_memcpy"),
+            ) else {
                 return -1;
             };
             if d.id == s.id || (d.backend.shares_host_memory() && s.backend.shares_host_memory()) {
@@ -183,7 +199,10 @@ fn copy(dst: *mut c_void, src: *const c_void, len: usize, dst_dev: i32, src_dev:
                 unsafe {
                     s.backend
                         .copy_from_device(staging.as_mut_ptr() as *mut c_void, src, len)
-                        .and_then(|_| d.backend.copy_to_device(dst, staging.as_ptr() as *const c_void, len))
+                        .and_then(|_| {
+                            d.backend
+                                .copy_to_device(dst, staging.as_ptr() as *const c_void, len)
+                        })
                 }
             }
         }
@@ -239,15 +258,34 @@ pub extern "C" fn omp_target_memcpy_async(
     depobj_list: *mut c_void,
 ) -> i32 {
     const WHAT: &str = "omp_target_memcpy_async";
-    if dst.is_null() || src.is_null() || !known_device(dst_device, WHAT) || !known_device(src_device, WHAT) {
+    if dst.is_null()
+        || src.is_null()
+        || !known_device(dst_device, WHAT)
+        || !known_device(src_device, WHAT)
+    {
         return -1;
     }
     let (dst, src) = (dst as usize, src as usize);
     let work = Box::new(move || {
-        omp_target_memcpy(dst as *mut c_void, src as *const c_void, length, dst_offset, src_offset, dst_device, src_device);
+        omp_target_memcpy(
+            dst as *mut c_void,
+            src as *const c_void,
+            length,
+            dst_offset,
+            src_offset,
+            dst_device,
+            src_device,
+        );
     });
     // SAFETY: the caller passes `depobj_count` depend objects.
-    unsafe { tasks::spawn(WHAT, depobj_count, depobj_list as *const *const c_void, work) }
+    unsafe {
+        tasks::spawn(
+            WHAT,
+            depobj_count,
+            depobj_list as *const *const c_void,
+            work,
+        )
+    }
 }
 
 /// # Safety
@@ -329,7 +367,19 @@ pub unsafe extern "C" fn omp_target_memcpy_rect(
         }
         0
     }
-    rect(n, 0, dst as usize, src as usize, element_size, volume, dst_off, src_off, dst_dims, src_dims, (dst_device, src_device))
+    rect(
+        n,
+        0,
+        dst as usize,
+        src as usize,
+        element_size,
+        volume,
+        dst_off,
+        src_off,
+        dst_dims,
+        src_dims,
+        (dst_device, src_device),
+    )
 }
 
 /// # Safety
@@ -356,7 +406,13 @@ pub unsafe extern "C" fn omp_target_memcpy_rect_async(
     if dst.is_null() && src.is_null() {
         return i32::MAX; // the number of dimensions supported
     }
-    let arrays = [volume, dst_offsets, src_offsets, dst_dimensions, src_dimensions];
+    let arrays = [
+        volume,
+        dst_offsets,
+        src_offsets,
+        dst_dimensions,
+        src_dimensions,
+    ];
     if dst.is_null() || src.is_null() || num_dims < 1 || arrays.iter().any(|a| a.is_null()) {
         return -1;
     }
@@ -386,11 +442,23 @@ pub unsafe extern "C" fn omp_target_memcpy_rect_async(
         }
     });
     // SAFETY: the caller passes `depobj_count` depend objects.
-    unsafe { tasks::spawn(WHAT, depobj_count, depobj_list as *const *const c_void, work) }
+    unsafe {
+        tasks::spawn(
+            WHAT,
+            depobj_count,
+            depobj_list as *const *const c_void,
+            work,
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn omp_target_memset(ptr: *mut c_void, value: i32, count: usize, device_num: i32) -> *mut c_void {
+pub extern "C" fn omp_target_memset(
+    ptr: *mut c_void,
+    value: i32,
+    count: usize,
+    device_num: i32,
+) -> *mut c_void {
     if ptr.is_null() || count == 0 {
         return ptr;
     }
@@ -399,11 +467,18 @@ pub extern "C" fn omp_target_memset(ptr: *mut c_void, value: i32, count: usize, 
         unsafe { std::ptr::write_bytes(ptr as *mut u8, value as u8, count) };
         return ptr;
     }
-    let Some(d) = device(device_num, "omp_target_memset") else { return ptr };
+    let Some(d) = device(device_num, "omp_target_memset") else {
+        return ptr;
+    };
     let fill = vec![value as u8; count];
     // SAFETY: the caller's device range holds `count` bytes.
-    if let Err(e) = unsafe { d.backend.copy_to_device(ptr, fill.as_ptr() as *const c_void, count) } {
-        diag::error(&format!("omp_target_memset of {ptr:p} on device {device_num}: {e}"));
+    if let Err(e) = unsafe {
+        d.backend
+            .copy_to_device(ptr, fill.as_ptr() as *const c_void, count)
+    } {
+        diag::error(&format!(
+            "omp_target_memset of {ptr:p} on device {device_num}: {e}"
+        ));
     }
     ptr
 }
@@ -426,7 +501,14 @@ pub extern "C" fn omp_target_memset_async(
         omp_target_memset(address as *mut c_void, value, count, device_num);
     });
     // SAFETY: the caller passes `depobj_count` depend objects.
-    unsafe { tasks::spawn(WHAT, depobj_count, depobj_list as *const *const c_void, work) };
+    unsafe {
+        tasks::spawn(
+            WHAT,
+            depobj_count,
+            depobj_list as *const *const c_void,
+            work,
+        )
+    };
     ptr
 }
 
@@ -435,15 +517,21 @@ pub extern "C" fn omp_target_is_present(ptr: *const c_void, device_num: i32) -> 
     if device_num == initial_device() {
         return 1;
     }
-    device(device_num, "omp_target_is_present").is_some_and(|d| d.table().find(ptr as usize, 1).is_some()) as i32
+    device(device_num, "omp_target_is_present")
+        .is_some_and(|d| d.table().find(ptr as usize, 1).is_some()) as i32
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn omp_target_is_accessible(_ptr: *const c_void, _size: usize, device_num: i32) -> i32 {
+pub extern "C" fn omp_target_is_accessible(
+    _ptr: *const c_void,
+    _size: usize,
+    device_num: i32,
+) -> i32 {
     if device_num == initial_device() {
         return 1;
     }
-    device(device_num, "omp_target_is_accessible").is_some_and(|d| d.backend.shares_host_memory()) as i32
+    device(device_num, "omp_target_is_accessible").is_some_and(|d| d.backend.shares_host_memory())
+        as i32
 }
 
 #[unsafe(no_mangle)]
@@ -452,21 +540,37 @@ pub extern "C" fn omp_get_mapped_ptr(ptr: *const c_void, device_num: i32) -> *mu
         return ptr as *mut c_void;
     }
     device(device_num, "omp_get_mapped_ptr")
-        .and_then(|d| d.table().find(ptr as usize, 1).map(|e| e.device_address(ptr as usize) as *mut c_void))
+        .and_then(|d| {
+            d.table()
+                .find(ptr as usize, 1)
+                .map(|e| e.device_address(ptr as usize) as *mut c_void)
+        })
         .unwrap_or(std::ptr::null_mut())
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn omp_target_associate_ptr(host: *const c_void, device_ptr: *const c_void, size: usize, device_offset: usize, device_num: i32) -> i32 {
+pub extern "C" fn omp_target_associate_ptr(
+    host: *const c_void,
+    device_ptr: *const c_void,
+    size: usize,
+    device_offset: usize,
+    device_num: i32,
+) -> i32 {
     if host.is_null() || device_ptr.is_null() || device_num == initial_device() {
         return -1;
     }
-    let Some(d) = device(device_num, "omp_target_associate_ptr") else { return -1 };
+    let Some(d) = device(device_num, "omp_target_associate_ptr") else {
+        return -1;
+    };
     let mut table = d.table();
     let host = host as usize;
     let target = device_ptr as usize + device_offset;
     if let Some(existing) = table.find(host, size) {
-        return if existing.device_address(host) == target { 0 } else { -1 };
+        return if existing.device_address(host) == target {
+            0
+        } else {
+            -1
+        };
     }
     table.insert(MapEntry {
         host_begin: host,
@@ -482,7 +586,9 @@ pub extern "C" fn omp_target_associate_ptr(host: *const c_void, device_ptr: *con
 
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_target_disassociate_ptr(host: *const c_void, device_num: i32) -> i32 {
-    let Some(d) = device(device_num, "omp_target_disassociate_ptr") else { return -1 };
+    let Some(d) = device(device_num, "omp_target_disassociate_ptr") else {
+        return -1;
+    };
     let mut table = d.table();
     match table.find(host as usize, 0) {
         Some(e) if e.infinite && !e.owned && e.host_begin == host as usize => {
@@ -490,7 +596,9 @@ pub extern "C" fn omp_target_disassociate_ptr(host: *const c_void, device_num: i
             0
         }
         _ => {
-            diag::error(&format!("omp_target_disassociate_ptr: {host:p} is not associated on device {device_num}"));
+            diag::error(&format!(
+                "omp_target_disassociate_ptr: {host:p} is not associated on device {device_num}"
+            ));
             -1
         }
     }
@@ -505,7 +613,11 @@ macro_rules! interop_query {
         /// # Safety
         /// `ret_code` is null or writable.
         #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(_interop: *const c_void, _property: i32, ret_code: *mut i32) -> $ret {
+        pub unsafe extern "C" fn $name(
+            _interop: *const c_void,
+            _property: i32,
+            ret_code: *mut i32,
+        ) -> $ret {
             if !ret_code.is_null() {
                 // SAFETY: guaranteed by the caller.
                 unsafe { *ret_code = OMP_IRC_NO_VALUE };
@@ -523,16 +635,38 @@ pub extern "C" fn omp_get_interop_name(_interop: *const c_void, _property: i32) 
     std::ptr::null()
 }
 #[unsafe(no_mangle)]
-pub extern "C" fn omp_get_interop_type_desc(_interop: *const c_void, _property: i32) -> *const c_char {
+pub extern "C" fn omp_get_interop_type_desc(
+    _interop: *const c_void,
+    _property: i32,
+) -> *const c_char {
     std::ptr::null()
 }
 #[unsafe(no_mangle)]
-pub extern "C" fn __tgt_interop_get(_ident: *mut c_void, _interop_type: i32, _device: i64, _prefers: *mut c_void, _gtid: i32, _task: *mut c_void) -> *mut c_void {
-    diag::error("interop: no device of this runtime provides a foreign runtime handle (omp_interop_none)");
+pub extern "C" fn __tgt_interop_get(
+    _ident: *mut c_void,
+    _interop_type: i32,
+    _device: i64,
+    _prefers: *mut c_void,
+    _gtid: i32,
+    _task: *mut c_void,
+) -> *mut c_void {
+    diag::error(
+        "interop: no device of this runtime provides a foreign runtime handle (omp_interop_none)",
+    );
     std::ptr::null_mut()
 }
 #[unsafe(no_mangle)]
-pub extern "C" fn __tgt_interop_init(_ident: *mut c_void, _gtid: i32, interop: *mut *mut c_void, _interop_type: i32, _device: i64, _ndeps: i32, _deps: *mut c_void, _ndeps_noalias: i32, _noalias: *mut c_void) {
+pub extern "C" fn __tgt_interop_init(
+    _ident: *mut c_void,
+    _gtid: i32,
+    interop: *mut *mut c_void,
+    _interop_type: i32,
+    _device: i64,
+    _ndeps: i32,
+    _deps: *mut c_void,
+    _ndeps_noalias: i32,
+    _noalias: *mut c_void,
+) {
     if !interop.is_null() {
         // SAFETY: clang passes the interop variable's address.
         unsafe { *interop = std::ptr::null_mut() };
@@ -540,25 +674,69 @@ pub extern "C" fn __tgt_interop_init(_ident: *mut c_void, _gtid: i32, interop: *
     diag::error("interop init: no device of this runtime provides a foreign runtime handle (omp_interop_none)");
 }
 #[unsafe(no_mangle)]
-pub extern "C" fn __tgt_interop_use(_ident: *mut c_void, _gtid: i32, _interop: *mut c_void, _device: i64, _ndeps: i32, _deps: *mut c_void, _ndeps_noalias: i32, _noalias: *mut c_void, _nowait: i32) {}
+pub extern "C" fn __tgt_interop_use(
+    _ident: *mut c_void,
+    _gtid: i32,
+    _interop: *mut c_void,
+    _device: i64,
+    _ndeps: i32,
+    _deps: *mut c_void,
+    _ndeps_noalias: i32,
+    _noalias: *mut c_void,
+    _nowait: i32,
+) {
+}
 #[unsafe(no_mangle)]
-pub extern "C" fn __tgt_interop_use60(_ident: *mut c_void, _gtid: i32, _interop: *mut c_void, _nowait: i32, _ndeps: i32, _deps: *mut c_void) -> i32 {
+pub extern "C" fn __tgt_interop_use60(
+    _ident: *mut c_void,
+    _gtid: i32,
+    _interop: *mut c_void,
+    _nowait: i32,
+    _ndeps: i32,
+    _deps: *mut c_void,
+) -> i32 {
     0
 }
 #[unsafe(no_mangle)]
-pub extern "C" fn __tgt_interop_destroy(_ident: *mut c_void, _gtid: i32, interop: *mut *mut c_void, _device: i64, _ndeps: i32, _deps: *mut c_void, _ndeps_noalias: i32, _noalias: *mut c_void, _nowait: i32) {
+pub extern "C" fn __tgt_interop_destroy(
+    _ident: *mut c_void,
+    _gtid: i32,
+    interop: *mut *mut c_void,
+    _device: i64,
+    _ndeps: i32,
+    _deps: *mut c_void,
+    _ndeps_noalias: i32,
+    _noalias: *mut c_void,
+    _nowait: i32,
+) {
     if !interop.is_null() {
         // SAFETY: clang passes the interop variable's address.
         unsafe { *interop = std::ptr::null_mut() };
     }
 }
 #[unsafe(no_mangle)]
-pub extern "C" fn __tgt_interop_release(_ident: *mut c_void, _gtid: i32, _interop: *mut c_void, _ndeps: i32, _deps: *mut c_void) -> i32 {
+pub extern "C" fn __tgt_interop_release(
+    _ident: *mut c_void,
+    _gtid: i32,
+    _interop: *mut c_void,
+    _ndeps: i32,
+    _deps: *mut c_void,
+) -> i32 {
     0
 }
 #[unsafe(no_mangle)]
-pub extern "C" fn __tgt_target_sync(_ident: *mut c_void, _gtid: i32, _task: *mut c_void, _event: *mut c_void) {}
+pub extern "C" fn __tgt_target_sync(
+    _ident: *mut c_void,
+    _gtid: i32,
+    _task: *mut c_void,
+    _event: *mut c_void,
+) {
+}
 #[unsafe(no_mangle)]
-pub extern "C" fn ompx_interop_add_completion_callback(_interop: *mut c_void, _cb: *mut c_void, _data: *mut c_void) -> i32 {
+pub extern "C" fn ompx_interop_add_completion_callback(
+    _interop: *mut c_void,
+    _cb: *mut c_void,
+    _data: *mut c_void,
+) -> i32 {
     -1
 }

@@ -9,11 +9,13 @@
 
 use crate::diag::{self, debug, info};
 use rustomp_abi::{
-    BinDesc, EntryFlags, FptrMapEntry, OffloadBinaryEntry, OffloadBinaryHeader, OffloadBinaryStringEntry, OffloadEntry,
-    OFFLOAD_BINARY_MAGIC,
+    BinDesc, EntryFlags, FptrMapEntry, OffloadBinaryEntry, OffloadBinaryHeader,
+    OffloadBinaryStringEntry, OffloadEntry, OFFLOAD_BINARY_MAGIC,
 };
 use rustomp_plugin::mapping::{MapEntry, MappingTable};
-use rustomp_plugin::{Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin, Result, Symbol};
+use rustomp_plugin::{
+    Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin, Result, Symbol,
+};
 use std::collections::{HashMap, HashSet};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -112,9 +114,21 @@ pub fn runtime() -> &'static Runtime {
 /// The `{host, device}` pairs of one indirect entry. A function is one pair. A vtable entry
 /// covers the whole table (`size` bytes) and gives a pair per 8-byte slot: objects point into
 /// it (past the offset-to-top and RTTI slots), and the device looks up exactly that address.
-fn indirect_pairs(flags: EntryFlags, host: u64, size: u64, device: u64) -> impl Iterator<Item = FptrMapEntry> {
-    let slots = if flags.contains(EntryFlags::INDIRECT_VTABLE) { (size / 8).max(1) } else { 1 };
-    (0..slots).map(move |i| FptrMapEntry { host: host + i * 8, device: device + i * 8 })
+fn indirect_pairs(
+    flags: EntryFlags,
+    host: u64,
+    size: u64,
+    device: u64,
+) -> impl Iterator<Item = FptrMapEntry> {
+    let slots = if flags.contains(EntryFlags::INDIRECT_VTABLE) {
+        (size / 8).max(1)
+    } else {
+        1
+    };
+    (0..slots).map(move |i| FptrMapEntry {
+        host: host + i * 8,
+        device: device + i * 8,
+    })
 }
 
 impl Runtime {
@@ -187,8 +201,15 @@ impl Runtime {
                 }
                 let count = plugin.number_of_devices();
                 if count == 0 {
-                    let why = plugin.unavailable_reason().unwrap_or_else(|| "it has no devices".into());
-                    info!(diag::infotype::PLUGIN, "-", "plugin {} has no devices: {why}", plugin.name());
+                    let why = plugin
+                        .unavailable_reason()
+                        .unwrap_or_else(|| "it has no devices".into());
+                    info!(
+                        diag::infotype::PLUGIN,
+                        "-",
+                        "plugin {} has no devices: {why}",
+                        plugin.name()
+                    );
                     reasons.push(format!("{} plugin: {why}", plugin.name()));
                     continue;
                 }
@@ -199,20 +220,37 @@ impl Runtime {
                     }
                     served = true;
                     // One image per device and program, as LLVM registers them.
-                    if !used.insert((p, index)) || slots.iter().any(|s| s.plugin == p && s.index == index) {
+                    if !used.insert((p, index))
+                        || slots.iter().any(|s| s.plugin == p && s.index == index)
+                    {
                         continue;
                     }
-                    debug!("device {}: {} plugin device {index}", slots.len(), plugin.name());
-                    slots.push(Arc::new(DeviceSlot { plugin: p, index, state: OnceLock::new() }));
+                    debug!(
+                        "device {}: {} plugin device {index}",
+                        slots.len(),
+                        plugin.name()
+                    );
+                    slots.push(Arc::new(DeviceSlot {
+                        plugin: p,
+                        index,
+                        state: OnceLock::new(),
+                    }));
                 }
             }
             if !served {
                 if reasons.is_empty() {
                     reasons.push(format!("no plugin runs {} images", raw.triple));
                 }
-                let message = format!("image {i} ({}) of the registered program: {}", raw.describe(), reasons.join("; "));
+                let message = format!(
+                    "image {i} ({}) of the registered program: {}",
+                    raw.describe(),
+                    reasons.join("; ")
+                );
                 info!(diag::infotype::PLUGIN, "-", "{message}");
-                self.unserved.lock().unwrap_or_else(|e| e.into_inner()).push(message);
+                self.unserved
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(message);
             }
         }
     }
@@ -224,7 +262,10 @@ impl Runtime {
             let slot = slots.get(id).cloned().ok_or_else(|| {
                 OffloadError::new(
                     ErrorKind::InvalidArgument,
-                    format!("device {id} is not available ({} device(s) present)", slots.len()),
+                    format!(
+                        "device {id} is not available ({} device(s) present)",
+                        slots.len()
+                    ),
                 )
             })?;
             (slot, slots.len())
@@ -259,7 +300,9 @@ impl Runtime {
             let image = unsafe { &*desc.device_images.add(i) };
             match parse_container(image.image_start as usize, image.image_end as usize) {
                 Ok(raw) => images.push(raw),
-                Err(why) => diag::error(&format!("device image {i} of the registered program: {why}")),
+                Err(why) => diag::error(&format!(
+                    "device image {i} of the registered program: {why}"
+                )),
             }
         }
         for entry in &host_entries {
@@ -270,8 +313,16 @@ impl Runtime {
         self.assign_devices(&images);
         let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
         let id = desc as *const BinDesc as u64;
-        debug!("registering library {id:#x}: {} image(s), {} entries", images.len(), host_entries.len());
-        libraries.push(Library { id, host_entries, images });
+        debug!(
+            "registering library {id:#x}: {} image(s), {} entries",
+            images.len(),
+            host_entries.len()
+        );
+        libraries.push(Library {
+            id,
+            host_entries,
+            images,
+        });
         self.generation.fetch_add(1, Ordering::Release);
     }
 
@@ -285,8 +336,9 @@ impl Runtime {
                 if info_enabled_table() {
                     dump_table(state.id, &table);
                 }
-                let (gone, kept): (Vec<_>, Vec<_>) =
-                    std::mem::take(&mut images.per_library).into_iter().partition(|l| l.library == id);
+                let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut images.per_library)
+                    .into_iter()
+                    .partition(|l| l.library == id);
                 images.per_library = kept;
                 for library in gone {
                     for dtor in &library.destructors {
@@ -339,7 +391,13 @@ impl Runtime {
                 continue;
             };
             let image: Arc<dyn LoadedImage> = Arc::from(state.backend.load_image(&raw.info())?);
-            info!(diag::infotype::PLUGIN, state.id, "loaded image for {} ({} bytes)", raw.describe(), raw.len);
+            info!(
+                diag::infotype::PLUGIN,
+                state.id,
+                "loaded image for {} ({} bytes)",
+                raw.describe(),
+                raw.len
+            );
             let loaded = self.bind_entries(state, &mut images, library, image)?;
             images.per_library.push(loaded);
         }
@@ -355,8 +413,13 @@ impl Runtime {
         library: &Library,
         image: Arc<dyn LoadedImage>,
     ) -> Result<LoadedLibrary> {
-        let mut loaded =
-            LoadedLibrary { library: library.id, image: image.clone(), kernels: vec![], globals: vec![], destructors: vec![] };
+        let mut loaded = LoadedLibrary {
+            library: library.id,
+            image: image.clone(),
+            kernels: vec![],
+            globals: vec![],
+            destructors: vec![],
+        };
         let mut indirect = Vec::new();
         let mut constructors = Vec::new();
         let mut table = state.table();
@@ -366,7 +429,9 @@ impl Runtime {
                 continue;
             }
             // SAFETY: clang's entry names are NUL-terminated static strings.
-            let name = unsafe { CStr::from_ptr(entry.symbol_name) }.to_string_lossy().into_owned();
+            let name = unsafe { CStr::from_ptr(entry.symbol_name) }
+                .to_string_lossy()
+                .into_owned();
             let missing = || {
                 OffloadError::new(
                     ErrorKind::SymbolNotFound,
@@ -384,7 +449,12 @@ impl Runtime {
                         std::mem::size_of::<u64>(),
                     )?
                 };
-                indirect.extend(indirect_pairs(flags, entry.address as u64, entry.size, device_fn));
+                indirect.extend(indirect_pairs(
+                    flags,
+                    entry.address as u64,
+                    entry.size,
+                    device_fn,
+                ));
             } else if entry.size == 0 {
                 let symbol = image.symbol(&name).ok_or_else(missing)?;
                 if flags.contains(EntryFlags::DTOR) {
@@ -392,7 +462,9 @@ impl Runtime {
                 } else if flags.contains(EntryFlags::CTOR_OR_ENTER) {
                     constructors.push(symbol);
                 } else {
-                    images.kernels.insert(entry.address as usize, (image.clone(), symbol, name.into()));
+                    images
+                        .kernels
+                        .insert(entry.address as usize, (image.clone(), symbol, name.into()));
                     loaded.kernels.push(entry.address as usize);
                 }
             } else {
@@ -422,7 +494,12 @@ impl Runtime {
 }
 
 /// Constructors and destructors run once: one team of one thread (LLVM's ctor/dtor launch).
-const ONE_THREAD: LaunchConfig = LaunchConfig { num_teams: 1, thread_limit: 1, dyn_shared_bytes: 0, tripcount: 0 };
+const ONE_THREAD: LaunchConfig = LaunchConfig {
+    num_teams: 1,
+    thread_limit: 1,
+    dyn_shared_bytes: 0,
+    tripcount: 0,
+};
 
 fn info_enabled_table() -> bool {
     diag::info_enabled(diag::infotype::DUMP_TABLE)
@@ -430,13 +507,19 @@ fn info_enabled_table() -> bool {
 
 pub fn dump_table(device: usize, table: &MappingTable) {
     if table.is_empty() {
-        eprintln!("omptarget device {device} info: OpenMP Host-Device pointer mappings table empty");
+        eprintln!(
+            "omptarget device {device} info: OpenMP Host-Device pointer mappings table empty"
+        );
         return;
     }
     eprintln!("omptarget device {device} info: OpenMP Host-Device pointer mappings after block");
     eprintln!("omptarget device {device} info: Host Ptr           Target Ptr         Size (B) DynRefCount HoldRefCount");
     for e in table.iter() {
-        let dynamic = if e.infinite { "INF".to_string() } else { e.dynamic_refs.to_string() };
+        let dynamic = if e.infinite {
+            "INF".to_string()
+        } else {
+            e.dynamic_refs.to_string()
+        };
         eprintln!(
             "omptarget device {device} info: {:#018x} {:#018x} {:<8} {:<11} {}",
             e.host_begin,
@@ -488,42 +571,69 @@ fn parse_container(start: usize, end: usize) -> std::result::Result<RawImage, St
     // A bare image (clang-22 points at the image inside its container): an NVIDIA image says
     // its triple and sm_XX itself; other ELF images their family by the machine field.
     if let Some((triple, arch)) = rustomp_cuda_plugin::image::describe(bytes) {
-        return Ok(RawImage { start, len, triple: triple.into(), arch });
+        return Ok(RawImage {
+            start,
+            len,
+            triple: triple.into(),
+            arch,
+        });
     }
     if bytes.starts_with(b"\x7fELF") {
-        let machine = bytes.get(18..20).map_or(0, |m| u16::from_le_bytes([m[0], m[1]]));
+        let machine = bytes
+            .get(18..20)
+            .map_or(0, |m| u16::from_le_bytes([m[0], m[1]]));
         let triple = match machine {
             62 => "x86_64-pc-linux-gnu",
             224 => "amdgcn-amd-amdhsa",
             _ => "unknown",
         };
-        return Ok(RawImage { start, len, triple: triple.into(), arch: String::new() });
+        return Ok(RawImage {
+            start,
+            len,
+            triple: triple.into(),
+            arch: String::new(),
+        });
     }
     let header_size = std::mem::size_of::<OffloadBinaryHeader>();
     if len < header_size || bytes[..4] != OFFLOAD_BINARY_MAGIC {
-        return Err(format!("not an offload binary (no 0x10FF10AD magic; {len} bytes)"));
+        return Err(format!(
+            "not an offload binary (no 0x10FF10AD magic; {len} bytes)"
+        ));
     }
     let read = |offset: usize, size: usize| -> std::result::Result<&[u8], String> {
-        bytes.get(offset..offset.checked_add(size).ok_or("offset overflow")?).ok_or_else(|| {
-            format!("corrupted offload binary: field at {offset}+{size} beyond its {len} bytes")
-        })
+        bytes
+            .get(offset..offset.checked_add(size).ok_or("offset overflow")?)
+            .ok_or_else(|| {
+                format!("corrupted offload binary: field at {offset}+{size} beyond its {len} bytes")
+            })
     };
     // SAFETY: `read` checked the bounds; the structs are plain integers (read unaligned).
-    let header: OffloadBinaryHeader = unsafe { std::ptr::read_unaligned(read(0, header_size)?.as_ptr() as *const _) };
-    let entry_bytes = read(header.entry_offset as usize, std::mem::size_of::<OffloadBinaryEntry>())?;
+    let header: OffloadBinaryHeader =
+        unsafe { std::ptr::read_unaligned(read(0, header_size)?.as_ptr() as *const _) };
+    let entry_bytes = read(
+        header.entry_offset as usize,
+        std::mem::size_of::<OffloadBinaryEntry>(),
+    )?;
     // SAFETY: as above.
-    let entry: OffloadBinaryEntry = unsafe { std::ptr::read_unaligned(entry_bytes.as_ptr() as *const _) };
+    let entry: OffloadBinaryEntry =
+        unsafe { std::ptr::read_unaligned(entry_bytes.as_ptr() as *const _) };
     let string_size = std::mem::size_of::<OffloadBinaryStringEntry>();
     let c_string_at = |offset: u64| -> std::result::Result<String, String> {
-        let tail = bytes.get(offset as usize..).ok_or("string offset beyond the binary")?;
-        let end = tail.iter().position(|&b| b == 0).ok_or("unterminated string")?;
+        let tail = bytes
+            .get(offset as usize..)
+            .ok_or("string offset beyond the binary")?;
+        let end = tail
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or("unterminated string")?;
         Ok(String::from_utf8_lossy(&tail[..end]).into_owned())
     };
     let (mut triple, mut arch) = (String::new(), String::new());
     for i in 0..entry.num_strings as usize {
         let at = entry.string_offset as usize + i * string_size;
         // SAFETY: as above.
-        let pair: OffloadBinaryStringEntry = unsafe { std::ptr::read_unaligned(read(at, string_size)?.as_ptr() as *const _) };
+        let pair: OffloadBinaryStringEntry =
+            unsafe { std::ptr::read_unaligned(read(at, string_size)?.as_ptr() as *const _) };
         let key = c_string_at(pair.key_offset)?;
         let value = c_string_at(pair.value_offset)?;
         match key.as_str() {
@@ -533,7 +643,12 @@ fn parse_container(start: usize, end: usize) -> std::result::Result<RawImage, St
         }
     }
     let image = read(entry.image_offset as usize, entry.image_size as usize)?;
-    Ok(RawImage { start: image.as_ptr() as usize, len: image.len(), triple, arch })
+    Ok(RawImage {
+        start: image.as_ptr() as usize,
+        len: image.len(),
+        triple,
+        arch,
+    })
 }
 
 #[cfg(test)]
@@ -543,12 +658,17 @@ mod tests {
     #[test]
     fn indirect_functions_give_one_pair_and_vtables_one_per_slot() {
         let pairs = |flags, size| -> Vec<(u64, u64)> {
-            indirect_pairs(flags, 0x1000, size, 0x9000).map(|e| (e.host, e.device)).collect()
+            indirect_pairs(flags, 0x1000, size, 0x9000)
+                .map(|e| (e.host, e.device))
+                .collect()
         };
         assert_eq!(pairs(EntryFlags::INDIRECT, 8), [(0x1000, 0x9000)]);
         // clang-22's vtable entry for a class with one virtual function: 24 bytes, and objects
         // hold vtable + 16, which must be a key of its own.
-        assert_eq!(pairs(EntryFlags::INDIRECT_VTABLE, 24), [(0x1000, 0x9000), (0x1008, 0x9008), (0x1010, 0x9010)]);
+        assert_eq!(
+            pairs(EntryFlags::INDIRECT_VTABLE, 24),
+            [(0x1000, 0x9000), (0x1008, 0x9008), (0x1010, 0x9010)]
+        );
         assert_eq!(pairs(EntryFlags::INDIRECT_VTABLE, 0), [(0x1000, 0x9000)]);
     }
 }

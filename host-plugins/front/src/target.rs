@@ -26,14 +26,21 @@ pub fn default_device() -> i64 {
     match getter {
         // SAFETY: see above.
         Some(f) => unsafe { f() as i64 },
-        None => std::env::var("OMP_DEFAULT_DEVICE").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
+        None => std::env::var("OMP_DEFAULT_DEVICE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
     }
 }
 
 /// The device a construct runs on, or why not. `None` means "the host" (fallback).
 pub fn resolve(device_id: i64, loc: &diag::Location) -> Option<Arc<DeviceState>> {
     let rt = runtime();
-    let id = if device_id == rustomp_abi::device_id::UNDEFINED { default_device() } else { device_id };
+    let id = if device_id == rustomp_abi::device_id::UNDEFINED {
+        default_device()
+    } else {
+        device_id
+    };
     if rt.policy == Policy::Disabled {
         return None;
     }
@@ -45,7 +52,10 @@ pub fn resolve(device_id: i64, loc: &diag::Location) -> Option<Arc<DeviceState>>
         return None; // the initial device: the construct runs on the host, under any policy
     }
     let result = if id < 0 {
-        Err(OffloadError::new(rustomp_plugin::ErrorKind::InvalidArgument, format!("device number {id} is not valid")))
+        Err(OffloadError::new(
+            rustomp_plugin::ErrorKind::InvalidArgument,
+            format!("device number {id} is not valid"),
+        ))
     } else {
         rt.device(id as usize)
     };
@@ -83,9 +93,16 @@ fn report(result: Result<()>, loc: &diag::Location) -> i32 {
 /// # Safety
 /// The map arrays hold `list`'s elements, as clang passes them; `bases` is null or clang's
 /// base array of the same length.
-pub unsafe fn data_begin(ident: *const Ident, device_id: i64, list: MapList, bases: *mut *mut c_void) -> i32 {
+pub unsafe fn data_begin(
+    ident: *const Ident,
+    device_id: i64,
+    list: MapList,
+    bases: *mut *mut c_void,
+) -> i32 {
     let loc = diag::location(ident);
-    let Some(device) = resolve(device_id, &loc) else { return OFFLOAD_SUCCESS };
+    let Some(device) = resolve(device_id, &loc) else {
+        return OFFLOAD_SUCCESS;
+    };
     // use_device_ptr/addr: the device addresses go back into clang's base array.
     let return_bases = (!bases.is_null()).then(|| {
         // SAFETY: clang's base array has one element per list item.
@@ -96,13 +113,17 @@ pub unsafe fn data_begin(ident: *const Ident, device_id: i64, list: MapList, bas
 
 pub fn data_end(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
     let loc = diag::location(ident);
-    let Some(device) = resolve(device_id, &loc) else { return OFFLOAD_SUCCESS };
+    let Some(device) = resolve(device_id, &loc) else {
+        return OFFLOAD_SUCCESS;
+    };
     report(data::end(&device, &list.items), &loc)
 }
 
 pub fn data_update(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
     let loc = diag::location(ident);
-    let Some(device) = resolve(device_id, &loc) else { return OFFLOAD_SUCCESS };
+    let Some(device) = resolve(device_id, &loc) else {
+        return OFFLOAD_SUCCESS;
+    };
     report(data::update(&device, &list.items), &loc)
 }
 
@@ -111,9 +132,16 @@ pub fn data_update(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
 ///
 /// # Safety
 /// `args` is clang's `KernelArgs` for this region.
-pub unsafe fn target_kernel(ident: *const Ident, device_id: i64, region_id: *mut c_void, args: &KernelArgs) -> i32 {
+pub unsafe fn target_kernel(
+    ident: *const Ident,
+    device_id: i64,
+    region_id: *mut c_void,
+    args: &KernelArgs,
+) -> i32 {
     let loc = diag::location(ident);
-    let Some(device) = resolve(device_id, &loc) else { return OFFLOAD_FAIL };
+    let Some(device) = resolve(device_id, &loc) else {
+        return OFFLOAD_FAIL;
+    };
     let Some((image, kernel, name)) = device.kernel(region_id as usize) else {
         failed(&format!(
             "{loc}: device {} has no kernel for target region {region_id:p} (no image compatible with this device?)",
@@ -123,10 +151,20 @@ pub unsafe fn target_kernel(ident: *const Ident, device_id: i64, region_id: *mut
     };
     // SAFETY: guaranteed by the caller.
     let list = unsafe {
-        MapList::from_raw(args.num_args as i32, args.arg_base_ptrs, args.arg_ptrs, args.arg_sizes, args.arg_types, args.arg_mappers)
+        MapList::from_raw(
+            args.num_args as i32,
+            args.arg_base_ptrs,
+            args.arg_ptrs,
+            args.arg_sizes,
+            args.arg_types,
+            args.arg_mappers,
+        )
     };
     let result = (|| -> Result<()> {
-        let LaunchArguments { values, temporaries } = data::enter_for_launch(&device, &list.items)?;
+        let LaunchArguments {
+            values,
+            temporaries,
+        } = data::enter_for_launch(&device, &list.items)?;
         let config = LaunchConfig {
             num_teams: args.num_teams[0],
             thread_limit: args.thread_limit[0],
@@ -145,7 +183,9 @@ pub unsafe fn target_kernel(ident: *const Ident, device_id: i64, region_id: *mut
         // SAFETY: the values follow the kernel's parameter list as clang built it.
         let launched = unsafe { image.launch(kernel, &values, &config) };
         for buffer in temporaries {
-            device.backend.free(buffer as *mut c_void, rustomp_plugin::AllocKind::Device)?;
+            device
+                .backend
+                .free(buffer as *mut c_void, rustomp_plugin::AllocKind::Device)?;
         }
         launched?;
         data::end(&device, &list.items)

@@ -45,7 +45,10 @@ pub struct OffloadError {
 
 impl OffloadError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self {
+            kind,
+            message: message.into(),
+        }
     }
 }
 
@@ -66,7 +69,9 @@ pub fn last_dl_error() -> String {
         return "unknown dynamic loader error".into();
     }
     // SAFETY: non-null and NUL-terminated, see above.
-    unsafe { std::ffi::CStr::from_ptr(message) }.to_string_lossy().into_owned()
+    unsafe { std::ffi::CStr::from_ptr(message) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 pub type Result<T> = std::result::Result<T, OffloadError>;
@@ -125,16 +130,28 @@ pub trait Plugin: Send + Sync {
     fn is_compatible(&self, image: &ImageInfo<'_>) -> bool;
     /// Whether device `index` (0-based within this plugin) can run `image`, which
     /// `is_compatible` accepted; `Err` says why not (e.g. the GPU's architecture).
-    fn device_compatibility(&self, _index: usize, image: &ImageInfo<'_>) -> std::result::Result<(), String> {
+    fn device_compatibility(
+        &self,
+        _index: usize,
+        image: &ImageInfo<'_>,
+    ) -> std::result::Result<(), String> {
         if self.is_compatible(image) {
             Ok(())
         } else {
-            Err(format!("the {} plugin cannot run a {} image", self.name(), image.triple))
+            Err(format!(
+                "the {} plugin cannot run a {} image",
+                self.name(),
+                image.triple
+            ))
         }
     }
     /// Opens device `index` (0-based within this plugin).
-    fn open_device(&self, index: usize, global_device_number: usize, total_devices: usize)
-        -> Result<Box<dyn Device>>;
+    fn open_device(
+        &self,
+        index: usize,
+        global_device_number: usize,
+        total_devices: usize,
+    ) -> Result<Box<dyn Device>>;
 }
 
 /// One device. Pointers returned by `alloc` are device addresses: the front never dereferences
@@ -144,13 +161,28 @@ pub trait Device: Send + Sync {
     fn free(&self, ptr: *mut c_void, kind: AllocKind) -> Result<()>;
     /// # Safety
     /// `host` is readable for `bytes`; `device` came from this device and holds `bytes`.
-    unsafe fn copy_to_device(&self, device: *mut c_void, host: *const c_void, bytes: usize) -> Result<()>;
+    unsafe fn copy_to_device(
+        &self,
+        device: *mut c_void,
+        host: *const c_void,
+        bytes: usize,
+    ) -> Result<()>;
     /// # Safety
     /// `host` is writable for `bytes`; `device` came from this device and holds `bytes`.
-    unsafe fn copy_from_device(&self, host: *mut c_void, device: *const c_void, bytes: usize) -> Result<()>;
+    unsafe fn copy_from_device(
+        &self,
+        host: *mut c_void,
+        device: *const c_void,
+        bytes: usize,
+    ) -> Result<()>;
     /// # Safety
     /// Both ranges are device memory of this device holding `bytes`.
-    unsafe fn copy_within_device(&self, dst: *mut c_void, src: *const c_void, bytes: usize) -> Result<()>;
+    unsafe fn copy_within_device(
+        &self,
+        dst: *mut c_void,
+        src: *const c_void,
+        bytes: usize,
+    ) -> Result<()>;
     /// Loads an image and returns a handle to look up its symbols.
     fn load_image(&self, image: &ImageInfo<'_>) -> Result<Box<dyn LoadedImage>>;
     /// Waits until everything queued on this device finished.
@@ -174,7 +206,12 @@ pub trait LoadedImage: Send + Sync {
     /// # Safety
     /// `args` are the values the kernel expects (device pointers or literals), one per parameter
     /// after the launch environment.
-    unsafe fn launch(&self, kernel: Symbol, args: &[*mut c_void], config: &LaunchConfig) -> Result<()>;
+    unsafe fn launch(
+        &self,
+        kernel: Symbol,
+        args: &[*mut c_void],
+        config: &LaunchConfig,
+    ) -> Result<()>;
     /// Publishes the sorted indirect-call table to the image.
     fn set_indirect_table(&self, table: &[rustomp_abi::FptrMapEntry]) -> Result<()>;
 }

@@ -23,13 +23,22 @@ pub fn check(api: &Api, call: &'static str, code: CUresult) -> Result<(), Driver
             return None;
         }
         // SAFETY: non-null static string from the driver, see above.
-        Some(unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned())
+        Some(
+            unsafe { CStr::from_ptr(text) }
+                .to_string_lossy()
+                .into_owned(),
+        )
     };
     let name = ask(api.get_error_name)
         .or_else(|| code_name(code).map(str::to_string))
         .unwrap_or_else(|| format!("CUresult {code}"));
     let description = ask(api.get_error_string).unwrap_or_default();
-    Err(DriverError { call, code, name, description })
+    Err(DriverError {
+        call,
+        code,
+        name,
+        description,
+    })
 }
 
 pub fn init(api: &Api) -> Result<(), DriverError> {
@@ -40,28 +49,36 @@ pub fn init(api: &Api) -> Result<(), DriverError> {
 pub fn driver_version(api: &Api) -> Result<i32, DriverError> {
     let mut version = 0;
     // SAFETY: writes one int to a live local.
-    check(api, "cuDriverGetVersion", unsafe { (api.driver_get_version)(&mut version) })?;
+    check(api, "cuDriverGetVersion", unsafe {
+        (api.driver_get_version)(&mut version)
+    })?;
     Ok(version)
 }
 
 pub fn device_count(api: &Api) -> Result<usize, DriverError> {
     let mut count: c_int = 0;
     // SAFETY: writes one int to a live local.
-    check(api, "cuDeviceGetCount", unsafe { (api.device_get_count)(&mut count) })?;
+    check(api, "cuDeviceGetCount", unsafe {
+        (api.device_get_count)(&mut count)
+    })?;
     Ok(count.max(0) as usize)
 }
 
 pub fn device_get(api: &Api, ordinal: usize) -> Result<CUdevice, DriverError> {
     let mut device: CUdevice = 0;
     // SAFETY: writes one int to a live local; the driver validates the ordinal.
-    check(api, "cuDeviceGet", unsafe { (api.device_get)(&mut device, ordinal as c_int) })?;
+    check(api, "cuDeviceGet", unsafe {
+        (api.device_get)(&mut device, ordinal as c_int)
+    })?;
     Ok(device)
 }
 
 pub fn device_attribute(api: &Api, device: CUdevice, attribute: c_int) -> Result<i32, DriverError> {
     let mut value: c_int = 0;
     // SAFETY: writes one int to a live local; the driver validates device and attribute.
-    check(api, "cuDeviceGetAttribute", unsafe { (api.device_get_attribute)(&mut value, attribute, device) })?;
+    check(api, "cuDeviceGetAttribute", unsafe {
+        (api.device_get_attribute)(&mut value, attribute, device)
+    })?;
     Ok(value)
 }
 
@@ -71,14 +88,20 @@ pub fn device_name(api: &Api, device: CUdevice) -> Result<String, DriverError> {
     check(api, "cuDeviceGetName", unsafe {
         (api.device_get_name)(buffer.as_mut_ptr(), buffer.len() as c_int, device)
     })?;
-    let bytes: Vec<u8> = buffer.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    let bytes: Vec<u8> = buffer
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 pub fn device_total_memory(api: &Api, device: CUdevice) -> Result<usize, DriverError> {
     let mut bytes = 0usize;
     // SAFETY: writes one size_t to a live local.
-    check(api, "cuDeviceTotalMem_v2", unsafe { (api.device_total_mem)(&mut bytes, device) })?;
+    check(api, "cuDeviceTotalMem_v2", unsafe {
+        (api.device_total_mem)(&mut bytes, device)
+    })?;
     Ok(bytes)
 }
 
@@ -92,15 +115,23 @@ pub fn primary_context_state(api: &Api, device: CUdevice) -> Result<(c_uint, boo
     Ok((flags, active != 0))
 }
 
-pub fn primary_context_set_flags(api: &Api, device: CUdevice, flags: c_uint) -> Result<(), DriverError> {
+pub fn primary_context_set_flags(
+    api: &Api,
+    device: CUdevice,
+    flags: c_uint,
+) -> Result<(), DriverError> {
     // SAFETY: value arguments only; the driver validates them.
-    check(api, "cuDevicePrimaryCtxSetFlags_v2", unsafe { (api.primary_ctx_set_flags)(device, flags) })
+    check(api, "cuDevicePrimaryCtxSetFlags_v2", unsafe {
+        (api.primary_ctx_set_flags)(device, flags)
+    })
 }
 
 pub fn primary_context_retain(api: &Api, device: CUdevice) -> Result<CUcontext, DriverError> {
     let mut context: CUcontext = std::ptr::null_mut();
     // SAFETY: writes one handle to a live local.
-    check(api, "cuDevicePrimaryCtxRetain", unsafe { (api.primary_ctx_retain)(&mut context, device) })?;
+    check(api, "cuDevicePrimaryCtxRetain", unsafe {
+        (api.primary_ctx_retain)(&mut context, device)
+    })?;
     Ok(context)
 }
 
@@ -109,27 +140,35 @@ pub fn primary_context_retain(api: &Api, device: CUdevice) -> Result<CUcontext, 
 /// context handle it returned.
 pub unsafe fn primary_context_release(api: &Api, device: CUdevice) -> Result<(), DriverError> {
     // SAFETY: guaranteed by the caller.
-    check(api, "cuDevicePrimaryCtxRelease_v2", unsafe { (api.primary_ctx_release)(device) })
+    check(api, "cuDevicePrimaryCtxRelease_v2", unsafe {
+        (api.primary_ctx_release)(device)
+    })
 }
 
 /// # Safety
 /// `context` is a live context handle (a retained primary context).
 pub unsafe fn context_set_current(api: &Api, context: CUcontext) -> Result<(), DriverError> {
     // SAFETY: guaranteed by the caller.
-    check(api, "cuCtxSetCurrent", unsafe { (api.ctx_set_current)(context) })
+    check(api, "cuCtxSetCurrent", unsafe {
+        (api.ctx_set_current)(context)
+    })
 }
 
 /// Sets a limit of the calling thread's current context.
 pub fn context_set_limit(api: &Api, limit: c_int, value: usize) -> Result<(), DriverError> {
     // SAFETY: value arguments; without a current context the driver returns an error.
-    check(api, "cuCtxSetLimit", unsafe { (api.ctx_set_limit)(limit, value) })
+    check(api, "cuCtxSetLimit", unsafe {
+        (api.ctx_set_limit)(limit, value)
+    })
 }
 
 /// Creates a stream in the calling thread's current context.
 pub fn stream_create(api: &Api, flags: c_uint) -> Result<CUstream, DriverError> {
     let mut stream: CUstream = std::ptr::null_mut();
     // SAFETY: writes one handle to a live local.
-    check(api, "cuStreamCreate", unsafe { (api.stream_create)(&mut stream, flags) })?;
+    check(api, "cuStreamCreate", unsafe {
+        (api.stream_create)(&mut stream, flags)
+    })?;
     Ok(stream)
 }
 
@@ -137,21 +176,27 @@ pub fn stream_create(api: &Api, flags: c_uint) -> Result<CUstream, DriverError> 
 /// `stream` is a live stream, not used after this call.
 pub unsafe fn stream_destroy(api: &Api, stream: CUstream) -> Result<(), DriverError> {
     // SAFETY: guaranteed by the caller.
-    check(api, "cuStreamDestroy_v2", unsafe { (api.stream_destroy)(stream) })
+    check(api, "cuStreamDestroy_v2", unsafe {
+        (api.stream_destroy)(stream)
+    })
 }
 
 /// # Safety
 /// `stream` is a live stream.
 pub unsafe fn stream_synchronize(api: &Api, stream: CUstream) -> Result<(), DriverError> {
     // SAFETY: guaranteed by the caller.
-    check(api, "cuStreamSynchronize", unsafe { (api.stream_synchronize)(stream) })
+    check(api, "cuStreamSynchronize", unsafe {
+        (api.stream_synchronize)(stream)
+    })
 }
 
 /// Device memory in the current context.
 pub fn mem_alloc(api: &Api, bytes: usize) -> Result<CUdeviceptr, DriverError> {
     let mut ptr: CUdeviceptr = 0;
     // SAFETY: writes one address to a live local.
-    check(api, "cuMemAlloc_v2", unsafe { (api.mem_alloc)(&mut ptr, bytes) })?;
+    check(api, "cuMemAlloc_v2", unsafe {
+        (api.mem_alloc)(&mut ptr, bytes)
+    })?;
     Ok(ptr)
 }
 
@@ -166,7 +211,9 @@ pub unsafe fn mem_free(api: &Api, ptr: CUdeviceptr) -> Result<(), DriverError> {
 pub fn mem_alloc_host(api: &Api, bytes: usize) -> Result<*mut c_void, DriverError> {
     let mut ptr: *mut c_void = std::ptr::null_mut();
     // SAFETY: writes one pointer to a live local.
-    check(api, "cuMemAllocHost_v2", unsafe { (api.mem_alloc_host)(&mut ptr, bytes) })?;
+    check(api, "cuMemAllocHost_v2", unsafe {
+        (api.mem_alloc_host)(&mut ptr, bytes)
+    })?;
     Ok(ptr)
 }
 
@@ -181,7 +228,9 @@ pub unsafe fn mem_free_host(api: &Api, ptr: *mut c_void) -> Result<(), DriverErr
 pub fn mem_alloc_managed(api: &Api, bytes: usize) -> Result<CUdeviceptr, DriverError> {
     let mut ptr: CUdeviceptr = 0;
     // SAFETY: writes one address to a live local.
-    check(api, "cuMemAllocManaged", unsafe { (api.mem_alloc_managed)(&mut ptr, bytes, CU_MEM_ATTACH_GLOBAL) })?;
+    check(api, "cuMemAllocManaged", unsafe {
+        (api.mem_alloc_managed)(&mut ptr, bytes, CU_MEM_ATTACH_GLOBAL)
+    })?;
     Ok(ptr)
 }
 
@@ -196,7 +245,9 @@ pub unsafe fn memcpy_htod_async(
     stream: CUstream,
 ) -> Result<(), DriverError> {
     // SAFETY: guaranteed by the caller.
-    check(api, "cuMemcpyHtoDAsync_v2", unsafe { (api.memcpy_htod_async)(device, host, bytes, stream) })
+    check(api, "cuMemcpyHtoDAsync_v2", unsafe {
+        (api.memcpy_htod_async)(device, host, bytes, stream)
+    })
 }
 
 /// # Safety
@@ -210,7 +261,9 @@ pub unsafe fn memcpy_dtoh_async(
     stream: CUstream,
 ) -> Result<(), DriverError> {
     // SAFETY: guaranteed by the caller.
-    check(api, "cuMemcpyDtoHAsync_v2", unsafe { (api.memcpy_dtoh_async)(host, device, bytes, stream) })
+    check(api, "cuMemcpyDtoHAsync_v2", unsafe {
+        (api.memcpy_dtoh_async)(host, device, bytes, stream)
+    })
 }
 
 /// # Safety
@@ -223,7 +276,9 @@ pub unsafe fn memcpy_dtod_async(
     stream: CUstream,
 ) -> Result<(), DriverError> {
     // SAFETY: guaranteed by the caller.
-    check(api, "cuMemcpyDtoDAsync_v2", unsafe { (api.memcpy_dtod_async)(dst, src, bytes, stream) })
+    check(api, "cuMemcpyDtoDAsync_v2", unsafe {
+        (api.memcpy_dtod_async)(dst, src, bytes, stream)
+    })
 }
 
 /// Loads a cubin, fatbinary or NUL-terminated PTX into the current context. On failure the
@@ -234,12 +289,21 @@ pub unsafe fn memcpy_dtod_async(
 pub unsafe fn module_load_data(api: &Api, image: *const c_void) -> Result<CUmodule, DriverError> {
     let mut module: CUmodule = std::ptr::null_mut();
     let mut log = vec![0u8; 8192];
-    let mut options = [jit_option::ERROR_LOG_BUFFER, jit_option::ERROR_LOG_BUFFER_SIZE_BYTES];
+    let mut options = [
+        jit_option::ERROR_LOG_BUFFER,
+        jit_option::ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
     let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
     // SAFETY: the image is valid (caller); the option arrays have two entries each, the log
     // buffer lives across the call and its size is passed by value as the JIT expects.
     let code = unsafe {
-        (api.module_load_data_ex)(&mut module, image, 2, options.as_mut_ptr(), values.as_mut_ptr())
+        (api.module_load_data_ex)(
+            &mut module,
+            image,
+            2,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
     };
     check(api, "cuModuleLoadDataEx", code).map_err(|mut e| {
         let text: Vec<u8> = log.iter().copied().take_while(|&b| b != 0).collect();
@@ -256,15 +320,23 @@ pub unsafe fn module_load_data(api: &Api, image: *const c_void) -> Result<CUmodu
 /// `module` is a live module, not used afterwards.
 pub unsafe fn module_unload(api: &Api, module: CUmodule) -> Result<(), DriverError> {
     // SAFETY: guaranteed by the caller.
-    check(api, "cuModuleUnload", unsafe { (api.module_unload)(module) })
+    check(api, "cuModuleUnload", unsafe {
+        (api.module_unload)(module)
+    })
 }
 
 /// # Safety
 /// `module` is a live module.
-pub unsafe fn module_get_function(api: &Api, module: CUmodule, name: &CString) -> Result<CUfunction, DriverError> {
+pub unsafe fn module_get_function(
+    api: &Api,
+    module: CUmodule,
+    name: &CString,
+) -> Result<CUfunction, DriverError> {
     let mut function: CUfunction = std::ptr::null_mut();
     // SAFETY: live module (caller), NUL-terminated name, writes to a live local.
-    check(api, "cuModuleGetFunction", unsafe { (api.module_get_function)(&mut function, module, name.as_ptr()) })?;
+    check(api, "cuModuleGetFunction", unsafe {
+        (api.module_get_function)(&mut function, module, name.as_ptr())
+    })?;
     Ok(function)
 }
 
@@ -287,10 +359,16 @@ pub unsafe fn module_get_global(
 
 /// # Safety
 /// `function` is a live function handle.
-pub unsafe fn function_attribute(api: &Api, function: CUfunction, attribute: c_int) -> Result<i32, DriverError> {
+pub unsafe fn function_attribute(
+    api: &Api,
+    function: CUfunction,
+    attribute: c_int,
+) -> Result<i32, DriverError> {
     let mut value: c_int = 0;
     // SAFETY: live function (caller); writes one int to a live local.
-    check(api, "cuFuncGetAttribute", unsafe { (api.func_get_attribute)(&mut value, attribute, function) })?;
+    check(api, "cuFuncGetAttribute", unsafe {
+        (api.func_get_attribute)(&mut value, attribute, function)
+    })?;
     Ok(value)
 }
 
@@ -303,7 +381,9 @@ pub unsafe fn function_set_attribute(
     value: i32,
 ) -> Result<(), DriverError> {
     // SAFETY: guaranteed by the caller.
-    check(api, "cuFuncSetAttribute", unsafe { (api.func_set_attribute)(function, attribute, value) })
+    check(api, "cuFuncSetAttribute", unsafe {
+        (api.func_set_attribute)(function, attribute, value)
+    })
 }
 
 /// Grid and block of one launch (x only: OpenMP kernels are one-dimensional).

@@ -151,7 +151,8 @@ driver_api! {
 
 /// Opens the driver library and resolves [`Api`]. The handle is never closed.
 pub fn load(path: &str) -> Result<&'static Api, String> {
-    let c_path = std::ffi::CString::new(path).map_err(|_| format!("driver path {path:?} contains a NUL byte"))?;
+    let c_path = std::ffi::CString::new(path)
+        .map_err(|_| format!("driver path {path:?} contains a NUL byte"))?;
     // SAFETY: a valid C string; dlopen reports failure with null.
     let library = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     if library.is_null() {
@@ -162,4 +163,3 @@ pub fn load(path: &str) -> Result<&'static Api, String> {
     let api = unsafe { Api::resolve(library) }?;
     Ok(Box::leak(Box::new(api)))
 }
-
