@@ -115,7 +115,7 @@ pub fn run(force: bool) -> Result<()> {
 }
 
 /// `pub const TEAM_SHARED_BYTES: usize = N;` in devicertl/src/arch/mod.rs.
-fn team_shared_bytes() -> Result<u64> {
+pub fn team_shared_bytes() -> Result<u64> {
     let path = at("devicertl/src/arch/mod.rs");
     let text = util::read(&path)?;
     parse_team_shared_bytes(&text).context(|| {

@@ -5,7 +5,8 @@
 //!    (`tests/plugins`, see `test/external.rs`);
 //! 3. the device-symbol check: every function and external global that clang-22's device code for
 //!    the ABI probes (`shared/abi-probes`) needs must be defined by our nvptx bitcode; then each
-//!    probe is linked in full for sm_90 and gfx90a;
+//!    probe is linked in full for sm_90 and gfx90a; then the device link checks
+//!    (`test/device_link.rs`: several translation units, one runtime state per image);
 //! 4. the program corpus (`tests/programs`), offloaded to the host plugin, against our library and
 //!    LLVM's. The last line is `N passed, N failed` for ours.
 //!
@@ -33,6 +34,7 @@ const JOBS: usize = 2;
 /// Per-program run time limit.
 const TIMEOUT: Duration = Duration::from_secs(20);
 
+mod device_link;
 mod external;
 mod gpu;
 
@@ -66,6 +68,11 @@ pub fn run(o: Options) -> Result<i32> {
     if let Err(e) = probes() {
         println!("probes: {e}");
         failed_steps.push("ABI probe check".to_string());
+    }
+    // Multi-unit programs and one runtime state per image (GPU-only faults, seen in the links).
+    if let Err(e) = devicertl::team_shared_bytes().and_then(device_link::run) {
+        println!("device links: {e}");
+        failed_steps.push("device link checks".to_string());
     }
 
     let mut code = 0;
@@ -467,6 +474,22 @@ struct Header {
     /// `// EXPECT-STDERR: text`: our runtime's output must contain `text` (one per line; LLVM's
     /// messages differ, so its column does not check them).
     expect_stderr: Vec<String>,
+    /// `// SOURCES: units/x.c ...`: more translation units, relative to the program's directory.
+    sources: Vec<String>,
+}
+
+impl Header {
+    /// The program's own file followed by its extra translation units.
+    fn source_args(&self, src: &Path) -> Vec<String> {
+        let dir = src.parent().unwrap_or(Path::new("."));
+        std::iter::once(src.display().to_string())
+            .chain(
+                self.sources
+                    .iter()
+                    .map(|s| dir.join(s).display().to_string()),
+            )
+            .collect()
+    }
 }
 
 fn parse_header(text: &str) -> Header {
@@ -488,6 +511,8 @@ fn parse_header(text: &str) -> Header {
             h.llvm_ref_fails = Some(v.trim().to_string());
         } else if let Some(v) = comment.strip_prefix("EXPECT-STDERR:") {
             h.expect_stderr.push(v.trim().to_string());
+        } else if let Some(v) = comment.strip_prefix("SOURCES:") {
+            h.sources.extend(v.split_whitespace().map(str::to_string));
         }
     }
     h
@@ -652,7 +677,7 @@ fn corpus(suite: &Suite) -> Result<Summary> {
         let mut args = vec!["-O2".to_string()];
         args.extend(suite.target_args.iter().cloned());
         args.extend(p.header.cflags.iter().cloned());
-        args.push(p.src.display().to_string());
+        args.extend(p.header.source_args(&p.src));
         args.extend([
             "-o".to_string(),
             exe.display().to_string(),
@@ -774,7 +799,11 @@ mod tests {
     #[test]
     fn header_conventions() {
         let h = parse_header(
-            "// EXPECT: fail\n// EXPECT-STDERR: device 99\n// ENV: OMP_TARGET_OFFLOAD=disabled\n// ENV: A = b=c\n// CFLAGS: -fopenmp-version=52 -DX\n// LLVM-REF: fails (why)\nint main(){}\n",
+            "// EXPECT: fail\n// EXPECT-STDERR: device 99\n// ENV: OMP_TARGET_OFFLOAD=disabled\n// ENV: A = b=c\n// CFLAGS: -fopenmp-version=52 -DX\n// LLVM-REF: fails (why)\n// SOURCES: units/b.c\nint main(){}\n",
+        );
+        assert_eq!(
+            h.source_args(Path::new("/p/116_x.c")),
+            vec!["/p/116_x.c".to_string(), "/p/units/b.c".to_string()]
         );
         assert_eq!(
             h.cflags,

@@ -258,13 +258,33 @@ pub unsafe extern "C" fn __kmpc_nvptx_teams_reduce_nowait_v2(
 }
 
 /// Warp shuffle for the compiler's reduction callbacks: the value of lane `lane + delta` within
-/// segments of `width` lanes, or the caller's own value past the segment. The mask is the full
-/// warp, as LLVM's: every lane reaches the reduction's shuffles, and a mask read with
-/// `activemask()` after divergence (the data-dependent loop before a reduction) may leave out
-/// the source lane, whose value is then undefined.
+/// segments of `width` lanes, or the caller's own value past the segment.
+///
+/// The mask names every lane of the warp that belongs to the current region, not the lanes
+/// `activemask()` happens to see: after divergence (the data-dependent loop before a
+/// reduction) that can be a subset and leave out the source lane, whose value is then
+/// undefined. For a whole warp this is the full mask, as LLVM's; only the last warp of a
+/// region that is not whole warps (SPMD `num_threads(20)`) names fewer lanes, because the others
+/// are not in the region and never reach the shuffle.
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_shuffle_int32(value: i32, delta: i16, width: i16) -> i32 {
-    arch::shuffle_down_u32(arch::FULL_MASK, value as u32, delta as u32, width as u32) as i32
+    let mask = region_lane_mask();
+    arch::shuffle_down_u32(mask, value as u32, delta as u32, width as u32) as i32
+}
+
+/// The lanes of the calling thread's warp that are in its current region.
+fn region_lane_mask() -> u64 {
+    let warp = arch::warp_size();
+    let tid = arch::thread_id_in_block();
+    let warp_base = tid - tid % warp;
+    let lanes = crate::sync::current_region_threads()
+        .saturating_sub(warp_base)
+        .clamp(1, warp);
+    if lanes >= warp {
+        arch::FULL_MASK
+    } else {
+        (1u64 << lanes) - 1
+    }
 }
 
 #[unsafe(no_mangle)]

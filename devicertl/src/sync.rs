@@ -65,7 +65,7 @@ fn counting_barrier(count: u32) {
 }
 
 /// Threads that meet at a barrier of the current region.
-fn current_region_threads() -> u32 {
+pub(crate) fn current_region_threads() -> u32 {
     let view = state::thread_view();
     // Outside any parallel region an SPMD kernel runs its team-level code on every thread.
     if view.level == 0 && state::is_spmd() {

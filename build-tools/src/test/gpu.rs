@@ -278,7 +278,7 @@ fn compile_one(src: &Path, bin: &Path, logs: &Path) -> Compiled {
     let log = logs.join(format!("{}.log", stem(src)));
     let mut args = vec!["-O2".to_string(), format!("--offload-arch={ARCH}")];
     args.extend(header.cflags.iter().cloned());
-    args.push(src.display().to_string());
+    args.extend(header.source_args(src));
     args.extend(["-o".into(), exe.display().to_string(), "-lm".into()]);
     // Found next to the binaries wherever the suite is copied (LD_LIBRARY_PATH in run.sh too).
     args.push("-Wl,-rpath,$ORIGIN/../lib".into());

@@ -64,11 +64,13 @@ pub struct KernelShape {
     pub function_max_threads: u32,
 }
 
-/// Blocks and threads of one launch.
+/// Blocks and threads of one launch (x; y and z are 1 except for `ompx_bare` kernels).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {
     pub blocks: u32,
     pub threads: u32,
+    pub blocks_yz: [u32; 2],
+    pub threads_yz: [u32; 2],
 }
 
 /// The execution-mode name LLVM prints in its launch info.
@@ -91,10 +93,17 @@ fn div_ceil(a: u64, b: u64) -> u64 {
 pub fn compute(grid: &DeviceGrid, kernel: &KernelShape, request: &LaunchConfig) -> Geometry {
     let function_max = kernel.function_max_threads.max(1);
     if kernel.exec_mode == exec_mode::BARE {
-        // ompx_bare: the clauses are the geometry.
+        // ompx_bare: the clauses are the geometry, in up to three dimensions; the block as a
+        // whole stays within the function's limit.
+        let threads = request.thread_limit.clamp(1, function_max);
+        let [ty, tz] = request.threads_yz.map(|t| t.max(1));
+        let ty = ty.min(function_max / threads).max(1);
+        let tz = tz.min(function_max / (threads * ty)).max(1);
         return Geometry {
             blocks: request.num_teams.max(1),
-            threads: request.thread_limit.clamp(1, function_max),
+            threads,
+            blocks_yz: request.teams_yz.map(|b| b.max(1)),
+            threads_yz: [ty, tz],
         };
     }
 
@@ -167,6 +176,8 @@ pub fn compute(grid: &DeviceGrid, kernel: &KernelShape, request: &LaunchConfig) 
     Geometry {
         blocks: (blocks as u32).max(1),
         threads: threads.max(1),
+        blocks_yz: [1, 1],
+        threads_yz: [1, 1],
     }
 }
 
@@ -192,8 +203,8 @@ mod tests {
         LaunchConfig {
             num_teams,
             thread_limit,
-            dyn_shared_bytes: 0,
             tripcount,
+            ..Default::default()
         }
     }
 
@@ -281,6 +292,31 @@ mod tests {
         assert_eq!(geometry(SPMD_NO_LOOP, 0, 0, 0), (1, 128));
         assert_eq!(geometry(BARE, 3, 7, 0), (3, 7));
         assert_eq!(geometry(BARE, 0, 0, 0), (1, 1));
+        // ompx_bare in three dimensions; a block larger than the function allows is cut.
+        let grid = h100();
+        let bare3 = LaunchConfig {
+            num_teams: 2,
+            thread_limit: 4,
+            teams_yz: [3, 0],
+            threads_yz: [2, 2],
+            ..Default::default()
+        };
+        let g = compute(&grid, &shape(BARE), &bare3);
+        assert_eq!(
+            (g.blocks, g.blocks_yz, g.threads, g.threads_yz),
+            (2, [3, 1], 4, [2, 2])
+        );
+        let huge = LaunchConfig {
+            num_teams: 1,
+            thread_limit: 512,
+            threads_yz: [4, 4],
+            ..Default::default()
+        };
+        let g = compute(&grid, &shape(BARE), &huge);
+        assert!(
+            g.threads * g.threads_yz[0] * g.threads_yz[1] <= 1024,
+            "{g:?}"
+        );
     }
 
     #[test]

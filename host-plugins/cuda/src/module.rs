@@ -236,8 +236,8 @@ impl CudaImage {
             &(array.address() + pointers.len() as u64).to_le_bytes(),
         )?;
         let one = LaunchDims {
-            blocks: 1,
-            threads: 1,
+            blocks: [1, 1, 1],
+            threads: [1, 1, 1],
             dynamic_shared_bytes: 0,
         };
         self.core
@@ -495,7 +495,12 @@ impl LoadedImage for CudaImage {
             )
         })?;
         let facts = self.facts(&kernel)?;
-        let Geometry { blocks, threads } = geometry::compute(&self.core.grid, &facts.shape, config);
+        let Geometry {
+            blocks,
+            threads,
+            blocks_yz,
+            threads_yz,
+        } = geometry::compute(&self.core.grid, &facts.shape, config);
         let dynamic_shared_bytes = config
             .dyn_shared_bytes
             .max(self.core.environment.dynamic_mem_size);
@@ -545,15 +550,19 @@ impl LoadedImage for CudaImage {
             diag::info(
                 self.core.global,
                 format_args!(
-                    "Launching kernel {} with [{blocks},1,1] blocks and [{threads},1,1] threads in {} mode",
+                    "Launching kernel {} with [{blocks},{},{}] blocks and [{threads},{},{}] threads in {} mode",
                     kernel.name,
+                    blocks_yz[0],
+                    blocks_yz[1],
+                    threads_yz[0],
+                    threads_yz[1],
                     geometry::mode_name(facts.config.exec_mode)
                 ),
             );
         }
         let dims = LaunchDims {
-            blocks,
-            threads,
+            blocks: [blocks, blocks_yz[0], blocks_yz[1]],
+            threads: [threads, threads_yz[0], threads_yz[1]],
             dynamic_shared_bytes,
         };
         self.core

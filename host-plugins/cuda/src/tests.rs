@@ -46,6 +46,9 @@ struct Launch {
     kernel: String,
     grid: u32,
     block: u32,
+    /// y and z of the grid and the block.
+    grid_yz: (u32, u32),
+    block_yz: (u32, u32),
     shared: u32,
     params: Vec<u64>,
     /// The launch environment's 16 bytes as the kernel would read them.
@@ -432,11 +435,11 @@ unsafe extern "C" fn func_set_attribute(
 unsafe extern "C" fn launch_kernel(
     function: CUfunction,
     gx: c_uint,
-    _gy: c_uint,
-    _gz: c_uint,
+    gy: c_uint,
+    gz: c_uint,
     bx: c_uint,
-    _by: c_uint,
-    _bz: c_uint,
+    by: c_uint,
+    bz: c_uint,
     shared: c_uint,
     _stream: CUstream,
     params: *mut *mut c_void,
@@ -484,6 +487,8 @@ unsafe extern "C" fn launch_kernel(
             kernel: kernel.name,
             grid: gx,
             block: bx,
+            grid_yz: (gy, gz),
+            block_yz: (by, bz),
             shared,
             params: values,
             launch_env,
@@ -771,7 +776,7 @@ fn launches_get_llvm_geometry_and_a_launch_environment() {
         num_teams: 2,
         thread_limit: 64,
         dyn_shared_bytes: 256,
-        tripcount: 0,
+        ..Default::default()
     };
     // SAFETY: as above.
     unsafe { loaded.launch(generic, &[], &teams) }.unwrap();
@@ -780,6 +785,8 @@ fn launches_get_llvm_geometry_and_a_launch_environment() {
     let bare = LaunchConfig {
         num_teams: 3,
         thread_limit: 5,
+        teams_yz: [2, 0],
+        threads_yz: [4, 2],
         ..Default::default()
     };
     // SAFETY: as above.
@@ -815,6 +822,16 @@ fn launches_get_llvm_geometry_and_a_launch_environment() {
         (l.kernel.as_str(), l.grid, l.block),
         ("plain", 3, 5),
         "no kernel environment: bare"
+    );
+    assert_eq!(
+        (l.grid_yz, l.block_yz),
+        ((2, 1), (4, 2)),
+        "bare: all three dimensions of the clauses"
+    );
+    assert_eq!(
+        (launches[1].grid_yz, launches[1].block_yz),
+        ((1, 1), (1, 1)),
+        "other kernels: one dimension"
     );
     // The reduction buffer and its launch environment were freed after the launch; the shared
     // zeroed environment stays.

@@ -497,6 +497,8 @@ impl Runtime {
 const ONE_THREAD: LaunchConfig = LaunchConfig {
     num_teams: 1,
     thread_limit: 1,
+    teams_yz: [0, 0],
+    threads_yz: [0, 0],
     dyn_shared_bytes: 0,
     tripcount: 0,
 };

@@ -168,6 +168,8 @@ pub unsafe fn target_kernel(
         let config = LaunchConfig {
             num_teams: args.num_teams[0],
             thread_limit: args.thread_limit[0],
+            teams_yz: [args.num_teams[1], args.num_teams[2]],
+            threads_yz: [args.thread_limit[1], args.thread_limit[2]],
             dyn_shared_bytes: args.dyn_cgroup_mem,
             tripcount: args.tripcount,
         };

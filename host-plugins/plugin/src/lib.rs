@@ -111,6 +111,10 @@ unsafe impl Sync for Symbol {}
 pub struct LaunchConfig {
     pub num_teams: u32,
     pub thread_limit: u32,
+    /// The y and z values of `num_teams(x, y, z)` / `thread_limit(x, y, z)` (0: not given);
+    /// only `ompx_bare` kernels launch in more than one dimension.
+    pub teams_yz: [u32; 2],
+    pub threads_yz: [u32; 2],
     pub dyn_shared_bytes: u32,
     pub tripcount: u64,
 }

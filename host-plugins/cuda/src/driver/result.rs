@@ -389,8 +389,9 @@ pub unsafe fn function_set_attribute(
 /// Grid and block of one launch (x only: OpenMP kernels are one-dimensional).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchDims {
-    pub blocks: u32,
-    pub threads: u32,
+    /// x, y, z.
+    pub blocks: [u32; 3],
+    pub threads: [u32; 3],
     pub dynamic_shared_bytes: u32,
 }
 
@@ -409,12 +410,12 @@ pub unsafe fn launch_kernel(
     check(api, "cuLaunchKernel", unsafe {
         (api.launch_kernel)(
             function,
-            dims.blocks,
-            1,
-            1,
-            dims.threads,
-            1,
-            1,
+            dims.blocks[0],
+            dims.blocks[1],
+            dims.blocks[2],
+            dims.threads[0],
+            dims.threads[1],
+            dims.threads[2],
             dims.dynamic_shared_bytes,
             stream,
             params.as_mut_ptr(),
