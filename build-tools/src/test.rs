@@ -34,6 +34,7 @@ const JOBS: usize = 2;
 /// Per-program run time limit.
 const TIMEOUT: Duration = Duration::from_secs(20);
 
+mod device_api;
 mod device_link;
 mod external;
 mod gpu;
@@ -68,6 +69,11 @@ pub fn run(o: Options) -> Result<i32> {
     if let Err(e) = probes() {
         println!("probes: {e}");
         failed_steps.push("ABI probe check".to_string());
+    }
+    // Every function of LLVM's device runtime, in both bitcodes.
+    if let Err(e) = device_api::run() {
+        println!("device API: {e}");
+        failed_steps.push("device API check".to_string());
     }
     // Multi-unit programs and one runtime state per image (GPU-only faults, seen in the links).
     if let Err(e) = devicertl::team_shared_bytes().and_then(device_link::run) {

@@ -114,17 +114,86 @@ pub extern "C" fn omp_set_num_threads(_: i32) {}
 pub extern "C" fn omp_get_cancellation() -> i32 {
     0
 }
-/// `kmp_sched_static`, chunk 0.
+/// The run-sched-var ICV: what `omp_set_schedule` last set in this team, else static, chunk 0.
 ///
 /// # Safety
 /// Both pointers are writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn omp_get_schedule(kind: *mut i32, chunk: *mut i32) {
+    use core::sync::atomic::Ordering::Relaxed;
+    let set = state::team().scratch[state::SCRATCH_RUN_SCHEDULE].load(Relaxed);
+    let (k, c) = if set == 0 {
+        (1, 0)
+    } else {
+        ((set >> 32) as i32, set as u32 as i32)
+    };
     // SAFETY: guaranteed by the caller.
     unsafe {
-        kind.write(1);
-        chunk.write(0);
+        kind.write(k);
+        chunk.write(c);
     }
+}
+/// Sets the run-sched-var ICV (for the team: device ICVs are per team here).
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_set_schedule(kind: i32, chunk: i32) {
+    use core::sync::atomic::Ordering::Relaxed;
+    let value = ((kind as u32 as u64) << 32) | chunk.max(0) as u32 as u64;
+    state::team().scratch[state::SCRATCH_RUN_SCHEDULE].store(value, Relaxed);
+}
+/// Nested parallelism on the device is serialized: these change nothing, as in LLVM.
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_set_nested(_: i32) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_set_max_active_levels(_: i32) {}
+/// The default-device ICV is the host's business; the device reports none set (LLVM: -1).
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_default_device() -> i32 {
+    -1
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_set_default_device(_: i32) {}
+/// No thread affinity on a GPU: `omp_proc_bind_false`, and no places.
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_proc_bind() -> i32 {
+    0
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_num_places() -> i32 {
+    0
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_place_num_procs(_place: i32) -> i32 {
+    0
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_place_proc_ids(_place: i32, _ids: *mut i32) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_place_num() -> i32 {
+    -1
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_partition_num_places() -> i32 {
+    0
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_partition_place_nums(_places: *mut i32) {}
+/// Device UIDs are known to the host runtime only: `omp_invalid_device` (-2) and null.
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_device_from_uid(_uid: *const core::ffi::c_char) -> i32 {
+    -2
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_uid_from_device(_device: i32) -> *const core::ffi::c_char {
+    core::ptr::null()
+}
+/// Pausing resources is a host operation: from a device it fails (non-zero).
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_pause_resource(_kind: i32, _device: i32) -> i32 {
+    -1
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_pause_resource_all(_kind: i32) -> i32 {
+    -1
 }
 
 /// The OpenMP thread number serves as the global thread id on the device.

@@ -16,7 +16,10 @@
     feature(link_llvm_intrinsics, linkage),
     allow(internal_features)
 )]
-#![cfg_attr(target_arch = "amdgpu", feature(c_variadic))]
+#![cfg_attr(
+    any(target_arch = "nvptx64", target_arch = "amdgpu"),
+    feature(c_variadic)
+)]
 
 pub mod arch;
 pub mod env;
@@ -24,6 +27,8 @@ pub mod heap;
 pub mod ids;
 pub mod indirect;
 pub mod kernel;
+pub mod libc;
+pub mod locks;
 pub mod memory;
 pub mod misc;
 pub mod ompx;

@@ -189,10 +189,10 @@ pub unsafe extern "C" fn __kmpc_parallel_60(
     }
 }
 
-/// Copies the argument array where every worker can read it: team-shared slots, or the heap.
-fn share_args(args: *mut *mut c_void, nargs: usize) -> (*mut *mut c_void, bool) {
+/// Room for `nargs` arguments every worker can read: team-shared slots, or the heap (`true`).
+fn argument_space(nargs: usize) -> (*mut *mut c_void, bool) {
     let team = state::team();
-    let (dest, heap) = if nargs <= SHARED_ARG_SLOTS {
+    if nargs <= SHARED_ARG_SLOTS {
         (team.shared_args_slots.as_ptr() as *mut *mut c_void, false)
     } else {
         let bytes = nargs * core::mem::size_of::<*mut c_void>();
@@ -201,13 +201,216 @@ fn share_args(args: *mut *mut c_void, nargs: usize) -> (*mut *mut c_void, bool) 
             arch::trap();
         }
         (dest, true)
-    };
+    }
+}
+
+/// Copies the argument array where every worker can read it: team-shared slots, or the heap.
+fn share_args(args: *mut *mut c_void, nargs: usize) -> (*mut *mut c_void, bool) {
+    let (dest, heap) = argument_space(nargs);
     for i in 0..nargs {
         // SAFETY: `args` holds `nargs` values (clang's contract) and `dest` has room for them.
         unsafe { dest.add(i).write_volatile(args.add(i).read()) };
     }
     (dest, heap)
 }
+
+/// The compiler's own generic-mode state machine shares a region's arguments itself: the main
+/// thread asks for room here, fills it, and the workers read it with
+/// `__kmpc_get_shared_variables`.
+///
+/// # Safety
+/// `out` points at writable storage for one pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_begin_sharing_variables(out: *mut *mut *mut c_void, nargs: usize) {
+    let (space, heap) = argument_space(nargs);
+    let team = state::team();
+    team.shared_args.store(space, Ordering::Relaxed);
+    team.scratch[state::SCRATCH_SHARED_ARGS_ON_HEAP].store(heap as u64, Ordering::Relaxed);
+    // SAFETY: guaranteed by the caller.
+    unsafe { out.write(space) };
+}
+
+/// The region whose arguments `__kmpc_begin_sharing_variables` placed is over.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_end_sharing_variables() {
+    let team = state::team();
+    if team.scratch[state::SCRATCH_SHARED_ARGS_ON_HEAP].swap(0, Ordering::Relaxed) != 0 {
+        let space = team
+            .shared_args
+            .swap(core::ptr::null_mut(), Ordering::Relaxed);
+        // SAFETY: `argument_space` took it from the heap; the region is over.
+        unsafe { memory::device_free(space as *mut u8) };
+    }
+}
+
+/// `__kmpc_parallel_60` without the `strict` modifier (clang before 21 and flang emit it).
+///
+/// # Safety
+/// As `__kmpc_parallel_60`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __kmpc_parallel_51(
+    ident: *const c_void,
+    gtid: i32,
+    if_expr: i32,
+    num_threads: i32,
+    proc_bind: i32,
+    fn_ptr: Microtask,
+    wrapper_fn: *mut c_void,
+    args: *mut *mut c_void,
+    nargs: i64,
+) {
+    // SAFETY: forwarded.
+    unsafe {
+        __kmpc_parallel_60(
+            ident,
+            gtid,
+            if_expr,
+            num_threads,
+            proc_bind,
+            fn_ptr,
+            wrapper_fn,
+            args,
+            nargs,
+            0,
+        )
+    }
+}
+
+/// LLVM's name for the body of the `__kmpc_parallel_*` entry points.
+///
+/// # Safety
+/// As `__kmpc_parallel_60`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __kmpc_parallel_impl(
+    ident: *const c_void,
+    gtid: i32,
+    if_expr: i32,
+    num_threads: i32,
+    proc_bind: i32,
+    fn_ptr: Microtask,
+    wrapper_fn: *mut c_void,
+    args: *mut *mut c_void,
+    nargs: i64,
+    strict: i32,
+) {
+    // SAFETY: forwarded.
+    unsafe {
+        __kmpc_parallel_60(
+            ident,
+            gtid,
+            if_expr,
+            num_threads,
+            proc_bind,
+            fn_ptr,
+            wrapper_fn,
+            args,
+            nargs,
+            strict,
+        )
+    }
+}
+
+/// `__kmpc_parallel_spmd` with the `strict` modifier of `num_threads`.
+///
+/// # Safety
+/// As `__kmpc_parallel_60`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_parallel_spmd_60(
+    ident: *const c_void,
+    num_threads: i32,
+    fn_ptr: Microtask,
+    args: *mut *mut c_void,
+    nargs: i64,
+    strict: i32,
+) {
+    // SAFETY: forwarded.
+    unsafe {
+        __kmpc_parallel_60(
+            ident,
+            0,
+            1,
+            num_threads,
+            -1,
+            fn_ptr,
+            core::ptr::null_mut(),
+            args,
+            nargs,
+            strict,
+        )
+    }
+}
+
+/// LLVM's name for the body of the SPMD entry points.
+///
+/// # Safety
+/// As `__kmpc_parallel_60`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_parallel_spmd_impl(
+    ident: *const c_void,
+    num_threads: i32,
+    fn_ptr: Microtask,
+    args: *mut *mut c_void,
+    nargs: i64,
+    strict: i32,
+) {
+    // SAFETY: forwarded.
+    unsafe { __kmpc_parallel_spmd_60(ident, num_threads, fn_ptr, args, nargs, strict) }
+}
+
+/// A parallel region in an SPMD kernel (what OpenMPIRBuilder emits): every thread of the team
+/// calls it.
+///
+/// # Safety
+/// As `__kmpc_parallel_60`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_parallel_spmd(
+    ident: *const c_void,
+    num_threads: i32,
+    fn_ptr: Microtask,
+    args: *mut *mut c_void,
+    nargs: i64,
+) {
+    // SAFETY: forwarded.
+    unsafe {
+        __kmpc_parallel_60(
+            ident,
+            0,
+            1,
+            num_threads,
+            -1,
+            fn_ptr,
+            core::ptr::null_mut(),
+            args,
+            nargs,
+            0,
+        )
+    }
+}
+
+/// `num_teams` / `thread_limit` and `proc_bind` are the launch's business on the device.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_push_num_teams(
+    _ident: *const c_void,
+    _gtid: i32,
+    _num_teams: i32,
+    _thread_limit: i32,
+) {
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_push_num_teams_51(
+    _ident: *const c_void,
+    _gtid: i32,
+    _lower: i32,
+    _upper: i32,
+    _thread_limit: i32,
+) {
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_push_proc_bind(_ident: *const c_void, _gtid: i32, _proc_bind: i32) {}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_push_num_threads(_ident: *const c_void, _gtid: i32, _num_threads: i32) {}
 
 /// Generic-mode wrappers fetch the region's arguments here.
 ///

@@ -525,6 +525,26 @@ pub fn print_bytes(text: &[u8]) {
     device::__rustomp_printf_buffer.append(text, false);
 }
 
+/// nvptx: `printf` called as a function (clang turns direct calls into `vprintf` itself). The
+/// variadic area of an NVPTX call is exactly the argument buffer `vprintf` takes.
+#[cfg(target_arch = "nvptx64")]
+mod device {
+    unsafe extern "C" {
+        fn vprintf(format: *const u8, args: *const u8) -> i32;
+    }
+
+    /// # Safety
+    /// As C's `printf`: the arguments match the format.
+    #[unsafe(no_mangle)]
+    #[linkage = "weak"]
+    pub unsafe extern "C" fn printf(format: *const u8, args: ...) -> i32 {
+        // SAFETY: on NVPTX a `va_list` is the pointer to the packed argument buffer.
+        let buffer: *const u8 = unsafe { core::mem::transmute(args) };
+        // SAFETY: forwarded from the caller.
+        unsafe { vprintf(format, buffer) }
+    }
+}
+
 #[cfg(target_arch = "amdgpu")]
 mod device {
     use super::*;
@@ -550,6 +570,20 @@ mod device {
             // SAFETY: as above.
             unsafe { self.0.arg::<usize>() }
         }
+    }
+
+    /// `vprintf` with a `va_list` (what CUDA's device printf is built on; LLVM's AMDGPU runtime
+    /// only has a stub returning -1).
+    ///
+    /// # Safety
+    /// As C's `vprintf`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "C" fn vprintf(format: *const u8, mut args: core::ffi::VaList<'_>) -> i32 {
+        let mut line = Line::<LINE_BYTES>::new();
+        // SAFETY: forwarded from the caller.
+        unsafe { super::format(format, &mut VaArgs(&mut args), &mut line) };
+        __rustomp_printf_buffer.append(line.as_bytes(), line.wanted() > LINE_BYTES);
+        line.wanted() as i32
     }
 
     /// # Safety

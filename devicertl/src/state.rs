@@ -27,6 +27,12 @@ pub const IN_TEAM_REGION: u8 = 0x80;
 pub const SCRATCH_REDUCTION_BASE: usize = 0;
 pub const SCRATCH_REDUCTION_ARRIVAL: usize = 1;
 pub const SCRATCH_COPYPRIVATE: usize = 2;
+/// Whether `__kmpc_begin_sharing_variables` took the argument space from the heap.
+pub const SCRATCH_SHARED_ARGS_ON_HEAP: usize = 3;
+/// `omp_set_schedule`'s kind and chunk (the run-sched-var ICV), 0 until set.
+pub const SCRATCH_RUN_SCHEDULE: usize = 4;
+/// The doacross loop of the current region: its completion flags (see `workshare`).
+pub const SCRATCH_DOACROSS: usize = 5;
 
 #[repr(C)]
 pub struct TeamState {

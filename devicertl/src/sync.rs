@@ -281,6 +281,16 @@ pub extern "C" fn __kmpc_critical(_ident: *const c_void, _gtid: i32, name: *mut 
         arch::pause();
     }
 }
+/// `critical hint(...)`: the hint changes nothing on the device.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_critical_with_hint(
+    ident: *const c_void,
+    gtid: i32,
+    name: *mut c_void,
+    _hint: u32,
+) {
+    __kmpc_critical(ident, gtid, name);
+}
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_end_critical(_ident: *const c_void, _gtid: i32, name: *mut c_void) {
     lock_word(name).store(0, Ordering::Release);
@@ -317,4 +327,45 @@ pub extern "C" fn __kmpc_warp_active_thread_mask() -> u64 {
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_syncwarp(mask: u64) {
     arch::sync_warp(mask);
+}
+
+/// `#pragma omp error at(execution) severity(...) message(...)`: prints the message (libomp's
+/// wording); a fatal error then stops the kernel. LLVM's device runtime has no such function.
+///
+/// # Safety
+/// `ident` is clang's source location or null; `message` is null or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_error(
+    ident: *const c_void,
+    severity: i32,
+    message: *const core::ffi::c_char,
+) {
+    let fatal = severity == 2;
+    let mut text = crate::libc::TextBuffer::new();
+    text.push(if fatal {
+        b"OMP: Error: "
+    } else {
+        b"OMP: Warning: "
+    });
+    let location = if ident.is_null() {
+        core::ptr::null()
+    } else {
+        // SAFETY: clang's `ident_t` has the `;file;function;line;column;;` string at psource.
+        unsafe { (*(ident as *const rustomp_abi::Ident)).psource }
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        text.push_c(location);
+        text.push(if fatal {
+            b": Encountered user-directed error: "
+        } else {
+            b": Encountered user-directed warning: "
+        });
+        text.push_c(message);
+    }
+    text.push(b".\n");
+    text.print();
+    if fatal {
+        arch::trap();
+    }
 }

@@ -128,3 +128,75 @@ pub extern "C" fn omp_in_final() -> i32 {
 pub extern "C" fn omp_get_max_task_priority() -> i32 {
     0
 }
+
+/// `taskloop`: the compiler stored the (normalized) bounds in the task; as in LLVM's device
+/// runtime the whole iteration space runs as that one task, at once (device tasks are
+/// undeferred), so every iteration runs exactly once whatever `grainsize`/`num_tasks` asked.
+///
+/// # Safety
+/// Arguments as clang-22 emits them: `task` from `__kmpc_omp_task_alloc`, `lower`/`upper`
+/// point into it.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __kmpc_taskloop(
+    ident: *const c_void,
+    gtid: i32,
+    task: *mut TaskHeader,
+    _if_value: i32,
+    lower: *mut u64,
+    upper: *mut u64,
+    _stride: i64,
+    _nogroup: i32,
+    _schedule: i32,
+    _grainsize: u64,
+    _task_dup: *mut c_void,
+) {
+    // SAFETY: guaranteed by the caller.
+    if unsafe { *lower > *upper } {
+        // SAFETY: the task was allocated and never runs.
+        unsafe { memory::device_free(task as *mut u8) };
+        return;
+    }
+    // SAFETY: forwarded.
+    unsafe { __kmpc_omp_task(ident, gtid, task) };
+}
+
+/// OpenMP 5.1's `taskloop` entry (with the `strict` modifier of `grainsize`/`num_tasks`).
+///
+/// # Safety
+/// As `__kmpc_taskloop`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __kmpc_taskloop_5(
+    ident: *const c_void,
+    gtid: i32,
+    task: *mut TaskHeader,
+    if_value: i32,
+    lower: *mut u64,
+    upper: *mut u64,
+    stride: i64,
+    nogroup: i32,
+    schedule: i32,
+    grainsize: u64,
+    _modifier: i32,
+    task_dup: *mut c_void,
+) {
+    // SAFETY: forwarded.
+    unsafe {
+        __kmpc_taskloop(
+            ident, gtid, task, if_value, lower, upper, stride, nogroup, schedule, grainsize,
+            task_dup,
+        )
+    }
+}
+
+/// Cancellation is off on the device (`omp_get_cancellation()` is 0, as in LLVM's device
+/// runtime): `cancel` and `cancellation point` never cancel, and regions run to completion.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_cancel(_ident: *const c_void, _gtid: i32, _kind: i32) -> i32 {
+    0
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_cancellationpoint(_ident: *const c_void, _gtid: i32, _kind: i32) -> i32 {
+    0
+}

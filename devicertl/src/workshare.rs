@@ -439,3 +439,330 @@ pub extern "C" fn __kmpc_dispatch_fini_4u(_ident: *const c_void, _gtid: i32) {}
 pub extern "C" fn __kmpc_dispatch_fini_8(_ident: *const c_void, _gtid: i32) {}
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_dispatch_fini_8u(_ident: *const c_void, _gtid: i32) {}
+
+/// The loop body OpenMPIRBuilder outlines: `void body(iv, arg)`.
+type StaticLoopBody<T> = unsafe extern "C" fn(T, *mut c_void);
+
+/// Runs the iterations `0..iterations` that `entity` of `entities` gets under a static
+/// schedule: chunks of `chunk` round robin, or (chunk 0) one near-equal contiguous block each.
+fn static_iterations(
+    iterations: i128,
+    entity: i128,
+    entities: i128,
+    chunk: i128,
+    mut body: impl FnMut(i128),
+) {
+    let entities = entities.max(1);
+    if entity >= entities || iterations <= 0 {
+        return;
+    }
+    if chunk <= 0 {
+        let share = static_share(sched::STATIC, 0, iterations - 1, 1, 0, entity, entities);
+        for iv in share.lb..=share.ub {
+            body(iv);
+        }
+        return;
+    }
+    let mut start = entity * chunk;
+    while start < iterations {
+        for iv in start..(start + chunk).min(iterations) {
+            body(iv);
+        }
+        start += entities * chunk;
+    }
+}
+
+macro_rules! static_loops {
+    ($for_name:ident, $distribute_name:ident, $distribute_for_name:ident, $t:ty) => {
+        /// `for` of OpenMPIRBuilder: the threads of the current region share the iterations.
+        ///
+        /// # Safety
+        /// `body` is the compiler's loop body taking `arg`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $for_name(
+            _ident: *const c_void,
+            body: StaticLoopBody<$t>,
+            arg: *mut c_void,
+            iterations: $t,
+            _num_threads: $t,
+            thread_chunk: $t,
+            _one_iteration_per_thread: u8,
+        ) {
+            let view = state::thread_view();
+            static_iterations(
+                iterations as i128,
+                view.thread_num as i128,
+                view.num_threads as i128,
+                thread_chunk as i128,
+                // SAFETY: guaranteed by the caller.
+                |iv| unsafe { body(iv as $t, arg) },
+            );
+        }
+
+        /// `distribute` of OpenMPIRBuilder: the teams share the iterations.
+        ///
+        /// # Safety
+        /// As above.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $distribute_name(
+            _ident: *const c_void,
+            body: StaticLoopBody<$t>,
+            arg: *mut c_void,
+            iterations: $t,
+            block_chunk: $t,
+            _one_iteration_per_thread: u8,
+        ) {
+            let (team, teams) = team_entity();
+            // SAFETY: guaranteed by the caller.
+            static_iterations(
+                iterations as i128,
+                team,
+                teams,
+                block_chunk as i128,
+                |iv| unsafe { body(iv as $t, arg) },
+            );
+        }
+
+        /// `distribute parallel for` of OpenMPIRBuilder, called by every thread of an SPMD
+        /// kernel: the teams share the iterations (chunks of `block_chunk`), and the first
+        /// `num_threads` threads of each team share its part (chunks of `thread_chunk`).
+        ///
+        /// # Safety
+        /// As above.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $distribute_for_name(
+            _ident: *const c_void,
+            body: StaticLoopBody<$t>,
+            arg: *mut c_void,
+            iterations: $t,
+            num_threads: $t,
+            block_chunk: $t,
+            thread_chunk: $t,
+            _one_iteration_per_thread: u8,
+        ) {
+            let (team, teams) = team_entity();
+            let block = crate::arch::num_threads_in_block() as i128;
+            let threads = if (num_threads as i128) > 0 {
+                (num_threads as i128).min(block)
+            } else {
+                block
+            };
+            let tid = crate::arch::thread_id_in_block() as i128;
+            let iterations = iterations as i128;
+            if block_chunk as i128 <= 0 && thread_chunk as i128 <= 0 {
+                // Every thread of the grid one iteration at a time, as one flat range.
+                static_iterations(iterations, team * threads + tid, teams * threads, 1, |iv| {
+                    // SAFETY: guaranteed by the caller.
+                    unsafe { body(iv as $t, arg) }
+                });
+                return;
+            }
+            let block_chunk = if block_chunk as i128 > 0 {
+                block_chunk as i128
+            } else {
+                (iterations + teams.max(1) - 1) / teams.max(1)
+            };
+            static_iterations(iterations, team, teams, block_chunk, |_| {});
+            let mut start = team * block_chunk;
+            while start < iterations {
+                let end = (start + block_chunk).min(iterations);
+                static_iterations(
+                    end - start,
+                    tid,
+                    threads,
+                    (thread_chunk as i128).max(1),
+                    |i| {
+                        // SAFETY: guaranteed by the caller.
+                        unsafe { body((start + i) as $t, arg) }
+                    },
+                );
+                start += teams * block_chunk;
+            }
+        }
+    };
+}
+static_loops!(
+    __kmpc_for_static_loop_4,
+    __kmpc_distribute_static_loop_4,
+    __kmpc_distribute_for_static_loop_4,
+    i32
+);
+static_loops!(
+    __kmpc_for_static_loop_4u,
+    __kmpc_distribute_static_loop_4u,
+    __kmpc_distribute_for_static_loop_4u,
+    u32
+);
+static_loops!(
+    __kmpc_for_static_loop_8,
+    __kmpc_distribute_static_loop_8,
+    __kmpc_distribute_for_static_loop_8,
+    i64
+);
+static_loops!(
+    __kmpc_for_static_loop_8u,
+    __kmpc_distribute_static_loop_8u,
+    __kmpc_distribute_for_static_loop_8u,
+    u64
+);
+
+/// `kmp_dim`: one dimension of a doacross loop nest (inclusive bounds).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct DoacrossDim {
+    pub lo: i64,
+    pub up: i64,
+    pub st: i64,
+}
+
+/// The doacross loop of a team-wide region: its dimensions and one completion flag per iteration.
+#[repr(C)]
+struct Doacross {
+    dims: u32,
+    iterations: u64,
+}
+
+/// Linear iteration number of `vec`, or `None` when outside the loop nest (a dependence on an
+/// iteration that does not exist is satisfied).
+///
+/// # Safety
+/// `dims` has `count` entries and `vec` `count` values.
+unsafe fn doacross_index(dims: *const DoacrossDim, count: usize, vec: *const i64) -> Option<u64> {
+    let mut index: u64 = 0;
+    for d in 0..count {
+        // SAFETY: guaranteed by the caller.
+        let (dim, v) = unsafe { (*dims.add(d), *vec.add(d)) };
+        let extent = trip_count(dim.lo as i128, dim.up as i128, dim.st as i128);
+        let offset = if dim.st > 0 {
+            v as i128 - dim.lo as i128
+        } else {
+            dim.lo as i128 - v as i128
+        };
+        let step = (dim.st as i128).abs().max(1);
+        if offset < 0 || offset % step != 0 || offset / step >= extent {
+            return None;
+        }
+        index = index * extent as u64 + (offset / step) as u64;
+    }
+    Some(index)
+}
+
+/// The current doacross loop's header, dimensions and flags, if any.
+fn doacross_current() -> Option<(*const DoacrossDim, usize, *const AtomicU32)> {
+    let state =
+        state::team().scratch[state::SCRATCH_DOACROSS].load(Ordering::Acquire) as *mut Doacross;
+    if state.is_null() {
+        return None;
+    }
+    // SAFETY: `__kmpc_doacross_init` laid out header, dims and flags in one block.
+    unsafe {
+        let dims = (state as *mut u8).add(16) as *const DoacrossDim;
+        let count = (*state).dims as usize;
+        let flags = dims.add(count) as *const AtomicU32;
+        Some((dims, count, flags))
+    }
+}
+
+/// `for ordered(n)` with `depend(sink/source)` (doacross): every thread of the region calls
+/// it before the loop. LLVM's device runtime has none of the `__kmpc_doacross_*` functions.
+///
+/// # Safety
+/// `dims` has `num_dims` entries.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_doacross_init(
+    _ident: *const c_void,
+    _gtid: i32,
+    num_dims: i32,
+    dims: *const DoacrossDim,
+) {
+    let view = state::thread_view();
+    if view.num_threads <= 1 {
+        return; // one thread runs the iterations in order: every dependence is met
+    }
+    sync::region_barrier(view.num_threads);
+    if view.thread_num == 0 {
+        let count = num_dims.max(0) as usize;
+        let mut iterations: u64 = 1;
+        for d in 0..count {
+            // SAFETY: guaranteed by the caller.
+            let dim = unsafe { *dims.add(d) };
+            iterations =
+                iterations.saturating_mul(
+                    trip_count(dim.lo as i128, dim.up as i128, dim.st as i128) as u64,
+                );
+        }
+        let bytes = 16 + count * core::mem::size_of::<DoacrossDim>() + iterations as usize * 4;
+        let block = crate::memory::device_malloc(bytes) as *mut Doacross;
+        if block.is_null() {
+            crate::arch::print_message(
+                c"rustomp device runtime: no device heap memory for a doacross loop\n",
+            );
+            crate::arch::trap();
+        }
+        // SAFETY: `block` has room for the header, the dims and one flag per iteration.
+        unsafe {
+            block.write(Doacross {
+                dims: count as u32,
+                iterations,
+            });
+            let own = (block as *mut u8).add(16) as *mut DoacrossDim;
+            core::ptr::copy_nonoverlapping(dims, own, count);
+            let flags = own.add(count) as *mut u32;
+            for i in 0..iterations as usize {
+                flags.add(i).write(0);
+            }
+        }
+        state::team().scratch[state::SCRATCH_DOACROSS].store(block as u64, Ordering::Release);
+    }
+    sync::region_barrier(view.num_threads);
+}
+
+/// `depend(source)`: the iteration `vec` is done.
+///
+/// # Safety
+/// `vec` has one value per dimension.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_doacross_post(_ident: *const c_void, _gtid: i32, vec: *const i64) {
+    let Some((dims, count, flags)) = doacross_current() else {
+        return;
+    };
+    // SAFETY: guaranteed by the caller; `flags` has one entry per iteration.
+    if let Some(i) = unsafe { doacross_index(dims, count, vec) } {
+        // A release store (lowered correctly on NVPTX, unlike a release RMW).
+        unsafe { (*flags.add(i as usize)).store(1, Ordering::Release) };
+    }
+}
+
+/// `depend(sink: vec)`: waits until iteration `vec` posted.
+///
+/// # Safety
+/// As `__kmpc_doacross_post`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __kmpc_doacross_wait(_ident: *const c_void, _gtid: i32, vec: *const i64) {
+    let Some((dims, count, flags)) = doacross_current() else {
+        return;
+    };
+    // SAFETY: as above.
+    if let Some(i) = unsafe { doacross_index(dims, count, vec) } {
+        // SAFETY: as above.
+        while unsafe { (*flags.add(i as usize)).load(Ordering::Acquire) } == 0 {
+            crate::arch::pause();
+        }
+    }
+}
+
+/// End of the doacross loop: every thread is done with it before its flags go.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_doacross_fini(_ident: *const c_void, _gtid: i32) {
+    let view = state::thread_view();
+    if view.num_threads <= 1 {
+        return;
+    }
+    sync::region_barrier(view.num_threads);
+    if view.thread_num == 0 {
+        let block = state::team().scratch[state::SCRATCH_DOACROSS].swap(0, Ordering::Relaxed);
+        // SAFETY: `__kmpc_doacross_init` took it from the heap; nobody uses it any more.
+        unsafe { crate::memory::device_free(block as *mut u8) };
+    }
+    sync::region_barrier(view.num_threads);
+}

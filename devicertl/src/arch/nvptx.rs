@@ -215,10 +215,12 @@ pub fn trap() -> ! {
 unsafe extern "C" {
     fn vprintf(format: *const u8, args: *const u8) -> i32;
 }
-/// Prints `message` (no `%` in it) through the driver's printf.
+/// Prints `message` (any text, `%` included) through the driver's printf.
 pub fn print_message(message: &core::ffi::CStr) {
-    // SAFETY: a NUL-terminated format with no conversions needs no argument buffer.
-    unsafe { vprintf(message.as_ptr() as *const u8, core::ptr::null()) };
+    // vprintf's argument buffer: the one `%s` argument, 8-byte aligned.
+    let args: [*const u8; 1] = [message.as_ptr() as *const u8];
+    // SAFETY: a NUL-terminated format whose one conversion takes the pointer in `args`.
+    unsafe { vprintf(c"%s".as_ptr() as *const u8, args.as_ptr() as *const u8) };
 }
 
 unsafe extern "C" {
