@@ -165,8 +165,13 @@ pub extern "C" fn omp_get_num_places() -> i32 {
 pub extern "C" fn omp_get_place_num_procs(_place: i32) -> i32 {
     0
 }
+/// There are no places, so nothing is written. The pointer goes through `black_box` so the
+/// compiler does not mark it `readnone`: clang's OpenMP optimizer marks it `writeonly`, and the
+/// two together break the link (seen with amdgcn LTO).
 #[unsafe(no_mangle)]
-pub extern "C" fn omp_get_place_proc_ids(_place: i32, _ids: *mut i32) {}
+pub extern "C" fn omp_get_place_proc_ids(_place: i32, ids: *mut i32) {
+    core::hint::black_box(ids);
+}
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_place_num() -> i32 {
     -1
@@ -175,8 +180,11 @@ pub extern "C" fn omp_get_place_num() -> i32 {
 pub extern "C" fn omp_get_partition_num_places() -> i32 {
     0
 }
+/// As `omp_get_place_proc_ids`: nothing to write, the pointer kept opaque.
 #[unsafe(no_mangle)]
-pub extern "C" fn omp_get_partition_place_nums(_places: *mut i32) {}
+pub extern "C" fn omp_get_partition_place_nums(places: *mut i32) {
+    core::hint::black_box(places);
+}
 /// Device UIDs are known to the host runtime only: `omp_invalid_device` (-2) and null.
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_device_from_uid(_uid: *const core::ffi::c_char) -> i32 {

@@ -24,6 +24,7 @@
 pub mod arch;
 pub mod env;
 pub mod heap;
+pub mod host_call;
 pub mod ids;
 pub mod indirect;
 pub mod kernel;

@@ -5,6 +5,9 @@
 // reduction(+:x). In a plain generic target region (no parallel: the encountering thread runs
 // every task): plain taskloop, grainsize, num_tasks, the signed range and a reduction.
 // Loop bounds come from the host at run time, so nothing is folded.
+// In the generic region the count array is named in shared clauses: there clang makes a mapped
+// array that a taskloop references without one firstprivate to the tasks (the enclosing context
+// is the target region, not a parallel region), so the updates would go to task-private copies.
 // ENV: OMP_NUM_THREADS=8
 #include <omp.h>
 #include <stdio.h>
@@ -109,38 +112,38 @@ int main(int argc, char **argv) {
     // plain generic region: the encountering (initial) thread generates and runs the tasks
     gen_threads = omp_get_num_threads();
     int done = 0;
-#pragma omp taskloop shared(done)
+#pragma omp taskloop shared(done, cnt_gen)
     for (int i = 0; i < n; i++) {
       cnt_gen[C_PLAIN][i]++;
       done++;
     }
     gen_after[0] = done;
     done = 0;
-#pragma omp taskloop grainsize(7) shared(done)
+#pragma omp taskloop grainsize(7) shared(done, cnt_gen)
     for (int i = 0; i < n; i++) {
       cnt_gen[C_GRAIN][i]++;
       done++;
     }
     gen_after[1] = done;
     done = 0;
-#pragma omp taskloop num_tasks(5) shared(done)
+#pragma omp taskloop num_tasks(5) shared(done, cnt_gen)
     for (int i = n - 1; i >= 0; i--) {
       cnt_gen[C_NTASKS][i]++;
       done++;
     }
     gen_after[2] = done;
-#pragma omp taskloop
+#pragma omp taskloop shared(cnt_gen)
     for (int i = n - 1; i >= 0; i -= 2)
       cnt_gen[C_NEG][i]++;
-#pragma omp taskloop grainsize(2)
+#pragma omp taskloop grainsize(2) shared(cnt_gen)
     for (int i = lo; i > hi; i -= 3)
       cnt_gen[C_CROSS][i + 128]++;
-#pragma omp taskloop nogroup
+#pragma omp taskloop nogroup shared(cnt_gen)
     for (int i = 0; i < n; i++)
       cnt_gen[C_NOGROUP][i]++;
 #pragma omp taskwait
     long y = 7;
-#pragma omp taskloop reduction(+: y) num_tasks(3)
+#pragma omp taskloop reduction(+: y) num_tasks(3) shared(cnt_gen)
     for (int i = 0; i < n; i++) {
       y += 2 * i;
       cnt_gen[C_RED][i]++;

@@ -10,10 +10,7 @@ const LIST: &str = "devicertl/llvm-device-functions.txt";
 
 /// LLVM functions rustomp does not provide yet, and why. A program calling one fails to link
 /// with the name (rather than trapping at run time).
-const NOT_YET: [(&str, &str); 1] = [(
-    "__llvm_omp_host_call",
-    "needs a device-to-host RPC channel in the plugins",
-)];
+const NOT_YET: [(&str, &str); 0] = [];
 
 pub fn run() -> Result<()> {
     let text = util::read(&at(LIST))?;

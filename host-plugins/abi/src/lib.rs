@@ -297,6 +297,41 @@ pub struct KernelLaunchEnvironment {
 const_assert_eq!(size_of::<KernelLaunchEnvironment>(), 16);
 const_assert_eq!(offset_of!(KernelLaunchEnvironment, reduction_buffer), 8);
 
+/// Bytes of argument data one `__llvm_omp_host_call` may pass.
+pub const HOST_CALL_DATA_BYTES: usize = 4096;
+
+/// The port of `__llvm_omp_host_call`: in memory the device and the host both reach while a
+/// kernel runs; the device runtime finds it through `__rustomp_host_call_port`.
+#[repr(C)]
+pub struct HostCallPort {
+    /// One of [`host_call_state`], changed atomically by both sides.
+    pub state: u32,
+    pub reserved: u32,
+    /// Host address of `u64 function(void *data)`.
+    pub function: u64,
+    /// Bytes of `data` in use.
+    pub size: u64,
+    /// The function's return value, posted by the host.
+    pub result: u64,
+    pub data: [u8; HOST_CALL_DATA_BYTES],
+}
+const_assert_eq!(offset_of!(HostCallPort, function), 8);
+const_assert_eq!(offset_of!(HostCallPort, size), 16);
+const_assert_eq!(offset_of!(HostCallPort, result), 24);
+const_assert_eq!(offset_of!(HostCallPort, data), 32);
+const_assert_eq!(size_of::<HostCallPort>(), 32 + HOST_CALL_DATA_BYTES);
+
+/// [`HostCallPort::state`] values: the device claims a free port, fills it and posts a
+/// request; the host takes it (serving), calls, and posts the result (done); the device reads
+/// it and frees the port.
+pub mod host_call_state {
+    pub const FREE: u32 = 0;
+    pub const CLAIMED: u32 = 1;
+    pub const REQUEST: u32 = 2;
+    pub const SERVING: u32 = 3;
+    pub const DONE: u32 = 4;
+}
+
 /// `DeviceEnvironmentTy`: the device-global `__omp_rtl_device_environment`, written by the
 /// plugin when it loads an image.
 #[repr(C)]
@@ -333,6 +368,8 @@ pub mod symbols {
     pub const DEVICE_ENVIRONMENT: &str = "__omp_rtl_device_environment";
     pub const FPTR_MAP_POINTER: &str = "__omp_offloading_fptr_map_p";
     pub const FPTR_MAP_SIZE: &str = "__omp_offloading_fptr_map_size";
+    /// The device runtime's pointer to the `__llvm_omp_host_call` port.
+    pub const HOST_CALL_PORT: &str = "__rustomp_host_call_port";
     /// Suffix of the per-kernel `KernelEnvironment` global.
     pub const KERNEL_ENVIRONMENT_SUFFIX: &str = "_kernel_environment";
 }

@@ -84,9 +84,34 @@ struct Published {
     table: Option<DeviceMemory>,
 }
 
+/// The `__llvm_omp_host_call` port of an image: pinned host memory, which the device reaches
+/// at the same address while a kernel runs.
+struct HostCallPort {
+    core: Arc<DeviceCore>,
+    port: *mut rustomp_abi::HostCallPort,
+}
+
+// SAFETY: the port is plain memory accessed with atomics by the protocol
+// (`rustomp_plugin::host_call`); the pointer is owned here and freed once, in `drop`.
+unsafe impl Send for HostCallPort {}
+// SAFETY: as above.
+unsafe impl Sync for HostCallPort {}
+
+impl Drop for HostCallPort {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `mem_alloc_host` in `CudaImage::open_host_call_port`; no kernel
+        // of the image runs any more.
+        if let Err(e) = unsafe { r::mem_free_host(self.core.api(), self.port as *mut c_void) } {
+            diag::debug(format_args!("freeing the host-call port: {e}"));
+        }
+    }
+}
+
 pub struct CudaImage {
     core: Arc<DeviceCore>,
     module: Module,
+    /// Present when the image's runtime can call host functions (`__llvm_omp_host_call`).
+    host_call: Option<HostCallPort>,
     /// "sm_90 cubin" and the like, for messages.
     label: String,
     /// `__fini_array_object_*` globals, for the destructors run before unloading.
@@ -144,9 +169,10 @@ impl CudaImage {
             image.bytes.len()
         ));
         let environment = core.environment;
-        let loaded = Self {
+        let mut loaded = Self {
             core,
             module,
+            host_call: None,
             label,
             destructors: image::symbols_with_prefix(image.bytes, kind, GLOBAL_DTORS.objects),
             kernels: Mutex::new(HashMap::new()),
@@ -159,9 +185,51 @@ impl CudaImage {
             symbols::DEVICE_ENVIRONMENT,
             &layout::device_environment_bytes(&environment),
         )?;
+        loaded.host_call = loaded.open_host_call_port()?;
         let constructors = image::symbols_with_prefix(image.bytes, kind, GLOBAL_CTORS.objects);
         loaded.run_global_initializers(&GLOBAL_CTORS, &constructors)?;
         Ok(loaded)
+    }
+
+    /// Allocates the `__llvm_omp_host_call` port in pinned host memory and publishes its address
+    /// to the image, when the image's runtime has the pointer for it.
+    fn open_host_call_port(&self) -> Result<Option<HostCallPort>> {
+        let Some((address, size)) = self.global(symbols::HOST_CALL_PORT)? else {
+            return Ok(None);
+        };
+        if size != 8 {
+            return Err(OffloadError::new(
+                ErrorKind::InvalidImage,
+                format!(
+                    "{}: {} of the {} image has {size} bytes, expected 8",
+                    self.device(),
+                    symbols::HOST_CALL_PORT,
+                    self.label
+                ),
+            ));
+        }
+        let bytes = core::mem::size_of::<rustomp_abi::HostCallPort>();
+        let port = r::mem_alloc_host(self.core.api(), bytes).map_err(|e| {
+            e.offload(
+                format!("{}: allocating the host-call port", self.device()),
+                ErrorKind::OutOfMemory,
+            )
+        })? as *mut rustomp_abi::HostCallPort;
+        // SAFETY: fresh pinned memory of the port's size; all zero is a free port.
+        unsafe { core::ptr::write_bytes(port as *mut u8, 0, bytes) };
+        let owned = HostCallPort {
+            core: Arc::clone(&self.core),
+            port,
+        };
+        self.core
+            .upload(address, &(port as u64).to_ne_bytes())
+            .map_err(|e| {
+                e.offload(
+                    format!("{}: publishing the host-call port", self.device()),
+                    ErrorKind::TransferFailed,
+                )
+            })?;
+        Ok(Some(owned))
     }
 
     /// Calls the image's global constructors or destructors: their pointers, in priority order,
@@ -571,7 +639,22 @@ impl LoadedImage for CudaImage {
                 // `params` holds one pointer per parameter (the launch environment, then one
                 // 64-bit value per argument as clang emits them, guaranteed by the caller), each
                 // alive across the call.
-                unsafe { r::launch_kernel(self.core.api(), kernel.function, dims, stream.handle(), &mut params) }
+                unsafe { r::launch_kernel(self.core.api(), kernel.function, dims, stream.handle(), &mut params) }?;
+                if let Some(host_call) = &self.host_call {
+                    // The kernel may call host functions: serve them until it finishes.
+                    loop {
+                        // SAFETY: the image's live port, shared with its device runtime.
+                        let served = unsafe { rustomp_plugin::host_call::serve(host_call.port) };
+                        // SAFETY: the pooled stream of this context.
+                        if unsafe { r::stream_query(self.core.api(), stream.handle()) }? {
+                            break;
+                        }
+                        if !served {
+                            std::thread::yield_now();
+                        }
+                    }
+                }
+                Ok(())
             })
             .map_err(|e| {
                 let what = if e.call == "cuLaunchKernel" { "cannot launch" } else { "failure while running" };

@@ -75,6 +75,8 @@ struct Fake {
     fail: Option<(&'static str, CUresult)>,
     current_context: usize,
     limits: Vec<(c_int, usize)>,
+    /// The port a running fake kernel posted a host call to, until the plugin served it.
+    host_call_pending: Option<u64>,
 }
 
 static FAKE: Mutex<Option<Fake>> = Mutex::new(None);
@@ -234,6 +236,26 @@ unsafe extern "C" fn stream_create(s: *mut CUstream, _flags: c_uint) -> CUresult
 }
 unsafe extern "C" fn stream_destroy(_s: CUstream) -> CUresult {
     OK
+}
+unsafe extern "C" fn stream_query(_s: CUstream) -> CUresult {
+    if let Some(code) = failing("cuStreamQuery") {
+        return code;
+    }
+    // A kernel that calls the host is "running" until its request was served.
+    let pending = with(|f| f.host_call_pending.take());
+    match pending {
+        Some(port) if !port_done(port) => {
+            with(|f| f.host_call_pending = Some(port));
+            600
+        }
+        _ => OK,
+    }
+}
+fn port_done(port: u64) -> bool {
+    // SAFETY: the fake kernel's port pointer: the plugin's pinned (here: host) memory.
+    unsafe {
+        (*(port as *const rustomp_abi::HostCallPort)).state == rustomp_abi::host_call_state::DONE
+    }
 }
 unsafe extern "C" fn stream_synchronize(_s: CUstream) -> CUresult {
     failing("cuStreamSynchronize").unwrap_or(OK)
@@ -482,6 +504,22 @@ unsafe extern "C" fn launch_kernel(
                 .collect();
         }
     }
+    if kernel.name == "host_caller" {
+        // The device side of `__llvm_omp_host_call`: post `add_pair(20, 22)` to the port the
+        // plugin published, and keep "running" until it is served.
+        let port =
+            u64_at(&global_bytes("__rustomp_host_call_port"), 0) as *mut rustomp_abi::HostCallPort;
+        // SAFETY: the plugin's pinned port (host memory in the fake).
+        unsafe {
+            (*port).function = add_pair as unsafe extern "C" fn(*mut c_void) -> u64 as usize as u64;
+            (*port).size = 16;
+            let data = &mut (*port).data;
+            data[..8].copy_from_slice(&20u64.to_ne_bytes());
+            data[8..16].copy_from_slice(&22u64.to_ne_bytes());
+            (*port).state = rustomp_abi::host_call_state::REQUEST;
+        }
+        with(|f| f.host_call_pending = Some(port as u64));
+    }
     with(|f| {
         f.launches.push(Launch {
             kernel: kernel.name,
@@ -518,6 +556,7 @@ fn api() -> &'static Api {
         stream_create,
         stream_destroy,
         stream_synchronize,
+        stream_query,
         mem_alloc,
         mem_free,
         mem_alloc_host,
@@ -990,4 +1029,52 @@ fn global_constructors_run_in_priority_order_at_load() {
     drop(loaded);
     assert_eq!(with(|f| f.launches.len()), 1);
     assert!(with(|f| f.modules.is_empty()));
+}
+
+unsafe extern "C" fn add_pair(data: *mut c_void) -> u64 {
+    // SAFETY: the fake kernel passes two u64.
+    let pair = unsafe { *(data as *const [u64; 2]) };
+    pair[0] + pair[1]
+}
+
+#[test]
+fn kernels_call_host_functions_through_the_port() {
+    let _serial = install((9, 0));
+    let mut module = standard_module();
+    module
+        .globals
+        .push(("__rustomp_host_call_port".into(), vec![0; 8]));
+    module.globals.push((
+        "host_caller_kernel_environment".into(),
+        kernel_environment(exec_mode::SPMD, 0),
+    ));
+    module.kernels.push(FakeKernel {
+        name: "host_caller".into(),
+        params: 1,
+    });
+    with(|f| f.next_module = module);
+    let plugin = CudaPlugin::with_api(api());
+    let device = plugin.open_device(0, 0, 1).unwrap();
+    let bytes = cubin(90);
+    let loaded = device.load_image(&image(&bytes)).unwrap();
+    let port = u64_at(&global_bytes("__rustomp_host_call_port"), 0);
+    assert!(
+        with(|f| f.host_allocs.contains_key(&port)),
+        "the port is pinned host memory"
+    );
+    let caller = loaded.symbol("host_caller").unwrap();
+    // SAFETY: the fake kernel takes no arguments beyond the launch environment.
+    unsafe { loaded.launch(caller, &[], &Default::default()) }.unwrap();
+    // SAFETY: the port lives while the image is loaded.
+    let served = unsafe { &*(port as *const rustomp_abi::HostCallPort) };
+    assert_eq!(
+        (served.state, served.result),
+        (rustomp_abi::host_call_state::DONE, 42),
+        "served before the launch returned"
+    );
+    drop(loaded);
+    assert!(
+        !with(|f| f.host_allocs.contains_key(&port)),
+        "the port is freed with the image"
+    );
 }

@@ -9,6 +9,7 @@
 //! message naming the device, pointer or image involved. Only the front's `extern "C"` shims
 //! turn it into an integer.
 
+pub mod host_call;
 pub mod mapping;
 
 use core::ffi::c_void;

@@ -190,6 +190,19 @@ pub unsafe fn stream_synchronize(api: &Api, stream: CUstream) -> Result<(), Driv
     })
 }
 
+/// Whether everything on `stream` finished (`false`: still running).
+///
+/// # Safety
+/// `stream` is a live stream.
+pub unsafe fn stream_query(api: &Api, stream: CUstream) -> Result<bool, DriverError> {
+    // SAFETY: guaranteed by the caller.
+    let code = unsafe { (api.stream_query)(stream) };
+    if code == CUDA_ERROR_NOT_READY {
+        return Ok(false);
+    }
+    check(api, "cuStreamQuery", code).map(|()| true)
+}
+
 /// Device memory in the current context.
 pub fn mem_alloc(api: &Api, bytes: usize) -> Result<CUdeviceptr, DriverError> {
     let mut ptr: CUdeviceptr = 0;

@@ -19,6 +19,8 @@ pub type CUfunction = *mut c_void;
 pub type CUstream = *mut c_void;
 
 pub const CUDA_SUCCESS: CUresult = 0;
+/// `cuStreamQuery`: work is still running on the stream (not an error).
+pub const CUDA_ERROR_NOT_READY: CUresult = 600;
 
 /// `CUdevice_attribute` values the plugin queries.
 pub mod device_attribute {
@@ -129,6 +131,7 @@ driver_api! {
     stream_create = "cuStreamCreate": fn(*mut CUstream, c_uint);
     stream_destroy = "cuStreamDestroy_v2": fn(CUstream);
     stream_synchronize = "cuStreamSynchronize": fn(CUstream);
+    stream_query = "cuStreamQuery": fn(CUstream);
     mem_alloc = "cuMemAlloc_v2": fn(*mut CUdeviceptr, usize);
     mem_free = "cuMemFree_v2": fn(CUdeviceptr);
     mem_alloc_host = "cuMemAllocHost_v2": fn(*mut *mut c_void, usize);
