@@ -471,6 +471,9 @@ impl Suite {
 struct Header {
     /// `// EXPECT: fail`: must exit non-zero (no timeout, no signal).
     expect_fail: bool,
+    /// `// EXPECT: abort`: an expected failure that may end with SIGABRT (a failed `assert` in
+    /// a host-offload image is glibc's: it aborts the process).
+    expect_abort: bool,
     /// `// ENV: NAME=value`
     env: Vec<(String, String)>,
     /// `// CFLAGS: flags`: extra compiler flags.
@@ -506,7 +509,9 @@ fn parse_header(text: &str) -> Header {
         };
         let comment = comment.trim();
         if let Some(v) = comment.strip_prefix("EXPECT:") {
-            h.expect_fail |= v.trim().eq_ignore_ascii_case("fail");
+            let v = v.trim();
+            h.expect_fail |= v.eq_ignore_ascii_case("fail") || v.eq_ignore_ascii_case("abort");
+            h.expect_abort |= v.eq_ignore_ascii_case("abort");
         } else if let Some(v) = comment.strip_prefix("ENV:") {
             if let Some((k, val)) = v.trim().split_once('=') {
                 h.env.push((k.trim().to_string(), val.trim().to_string()));
@@ -552,7 +557,7 @@ fn verdict(o: &Outcome, expect_fail: bool) -> Verdict {
 /// The LLVM column: an expected failure may end in SIGABRT (LLVM's way to stop on a fatal offload
 /// error; ours exits non-zero), and a failure the program documents with `// LLVM-REF:` says so.
 fn llvm_verdict(o: &Outcome, h: &Header) -> Verdict {
-    if let (Outcome::Signal(6), true) = (o, h.expect_fail) {
+    if let (Outcome::Signal(6), true) = (o, h.expect_fail || h.expect_abort) {
         return (true, "ok (abort, expected)".into());
     }
     let (ok, text) = verdict(o, h.expect_fail);
@@ -710,7 +715,10 @@ fn corpus(suite: &Suite) -> Result<Summary> {
             };
             Some(match rt {
                 Runtime::Ours => with_expected_output(
-                    verdict(&outcome, p.header.expect_fail),
+                    match (&outcome, p.header.expect_abort) {
+                        (Outcome::Signal(6), true) => (true, "ok (SIGABRT, expected)".into()),
+                        _ => verdict(&outcome, p.header.expect_fail),
+                    },
                     &p.header.expect_stderr,
                     &exe.with_extension("log"),
                 ),

@@ -355,7 +355,7 @@ pub unsafe extern "C" fn __kmpc_error(
     };
     // SAFETY: forwarded from the caller.
     unsafe {
-        text.push_c(location);
+        push_location(&mut text, location);
         text.push(if fatal {
             b": Encountered user-directed error: "
         } else {
@@ -367,5 +367,31 @@ pub unsafe extern "C" fn __kmpc_error(
     text.print();
     if fatal {
         arch::trap();
+    }
+}
+
+/// `;file;function;line;column;;` (clang's psource) as libomp prints it: `file:line:column`.
+///
+/// # Safety
+/// `psource` is null or NUL-terminated.
+unsafe fn push_location(text: &mut crate::libc::TextBuffer, psource: *const core::ffi::c_char) {
+    if psource.is_null() {
+        text.push(b"unknown");
+        return;
+    }
+    // SAFETY: guaranteed by the caller.
+    let bytes = unsafe { core::ffi::CStr::from_ptr(psource) }.to_bytes();
+    let mut fields = bytes.split(|&b| b == b';').skip(1);
+    let (file, _function, line, column) =
+        (fields.next(), fields.next(), fields.next(), fields.next());
+    match (file, line, column) {
+        (Some(file), Some(line), Some(column)) if !file.is_empty() => {
+            text.push(file);
+            text.push(b":");
+            text.push(line);
+            text.push(b":");
+            text.push(column);
+        }
+        _ => text.push(bytes),
     }
 }

@@ -200,3 +200,66 @@ pub extern "C" fn __kmpc_cancel(_ident: *const c_void, _gtid: i32, _kind: i32) -
 pub extern "C" fn __kmpc_cancellationpoint(_ident: *const c_void, _gtid: i32, _kind: i32) -> i32 {
     0
 }
+
+/// Task reductions (`taskloop reduction(...)`, `taskgroup task_reduction(...)` with
+/// `in_reduction`, `reduction(task, ...)`). Device tasks run undeferred on the encountering
+/// thread, one after another, so a taskgroup's tasks never run at the same time: each task can
+/// reduce straight into the item it names, and that item is the only copy (no private copies
+/// to initialize or combine). LLVM's device runtime has none of these functions.
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_taskred_init(_gtid: i32, _num: i32, data: *mut c_void) -> *mut c_void {
+    taskgroup_token(data)
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_task_reduction_init(
+    _gtid: i32,
+    _num: i32,
+    data: *mut c_void,
+) -> *mut c_void {
+    taskgroup_token(data)
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_taskred_modifier_init(
+    _ident: *const c_void,
+    _gtid: i32,
+    _is_worksharing: i32,
+    _num: i32,
+    data: *mut c_void,
+) -> *mut c_void {
+    taskgroup_token(data)
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_task_reduction_modifier_init(
+    _ident: *const c_void,
+    _gtid: i32,
+    _is_worksharing: i32,
+    _num: i32,
+    data: *mut c_void,
+) -> *mut c_void {
+    taskgroup_token(data)
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_task_reduction_modifier_fini(
+    _ident: *const c_void,
+    _gtid: i32,
+    _is_worksharing: i32,
+) {
+}
+/// The copy of reduction item `item` a task reduces into: the item itself (see above).
+#[unsafe(no_mangle)]
+pub extern "C" fn __kmpc_task_reduction_get_th_data(
+    _gtid: i32,
+    _taskgroup: *mut c_void,
+    item: *mut c_void,
+) -> *mut c_void {
+    item
+}
+
+/// A non-null handle for the compiler to pass back (it only ever hands it to us).
+fn taskgroup_token(data: *mut c_void) -> *mut c_void {
+    if data.is_null() {
+        core::ptr::NonNull::<u64>::dangling().as_ptr() as *mut c_void
+    } else {
+        data
+    }
+}

@@ -363,3 +363,13 @@ fn c_library_basics() {
         assert!(calloc(usize::MAX, 2).is_null(), "overflow refused");
     }
 }
+
+#[test]
+fn task_reductions_reduce_into_the_item() {
+    use devicertl::tasks::{__kmpc_task_reduction_get_th_data, __kmpc_taskred_init};
+    let mut item = 5u64;
+    let p = &mut item as *mut u64 as *mut c_void;
+    let group = __kmpc_taskred_init(0, 1, core::ptr::null_mut());
+    assert!(!group.is_null());
+    assert_eq!(__kmpc_task_reduction_get_th_data(0, group, p), p);
+}

@@ -2,11 +2,14 @@
 // (one per team, shared by the team's parallel region) protects a non-atomic read-modify-write
 // of a counter by every thread of target teams num_teams(2) thread_limit(64) + parallel, many
 // increments each: the count must be exact. omp_test_lock on a lock held by another thread
-// returns 0, on a free lock non-zero (threads hand over through barriers, never by spinning on
-// each other, so lanes of one warp/wavefront cannot deadlock). The nest-lock family: the owner sets it
-// twice, omp_test_nest_lock by the owner returns the new nesting count (3), by another thread 0;
-// after unsetting it fully another thread can take it. Also one nest lock shared by all threads
-// of the team protecting a counter, each thread taking it nested twice.
+// returns 0, on a free lock non-zero (threads hand a held lock over through barriers, never by
+// spinning on each other). The nest-lock family: the owner sets it twice, omp_test_nest_lock by
+// the owner returns the new nesting count (3), by another thread 0; once it is fully unset,
+// another thread gets it (count 1). Also one nest lock shared by all threads of the team
+// protecting a counter, each thread taking it nested twice. Locks are destroyed and reused.
+// (The contended loops have every lane of a warp spin in omp_set_lock at once: fine with
+// independent thread scheduling, as on sm_70 and later; lanes of an AMD wavefront cannot each
+// hold a spin lock while the others spin.)
 // On the CPU plugin libomp caps the teams' parallel regions by nthreads-var and the teams thread
 // limit; the ENV lines let it form full teams. Only there a smaller team is accepted.
 // ENV: KMP_TEAMS_THREAD_LIMIT=256
@@ -17,7 +20,7 @@
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 #define TEAMS 2
 #define NT 64
-#define ITERS 200
+#define ITERS 100
 
 // Per team: threads in the parallel region, the locked counter, the nest-locked counter, error
 // bits, what omp_test_* returned where an exact value is known.
@@ -56,12 +59,13 @@ int main(int argc, char **argv) {
     {
       int t = omp_get_thread_num();
       if (t == 0) nthr = omp_get_num_threads();
-      // 1. simple lock protecting a plain read-modify-write
+      // 1. simple lock protecting a plain read-modify-write (all threads start together)
+#pragma omp barrier
       for (int i = 0; i < iters; i++) {
         omp_set_lock(&lock);
         int v = count;
         // a dependent delay between the read and the write, so a race loses updates
-        for (volatile int d = 0; d < 40 + (t & 3); d++) ;
+        for (volatile int d = 0; d < 150 + (t & 3); d++) ;
         count = v + 1;
         omp_unset_lock(&lock);
       }

@@ -76,9 +76,11 @@ while IFS=$'\t' read -r name expect envs; do
         ok=""
         if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
             result="FAIL (timeout ${limit}s)"
+        elif [ "$rc" -eq 134 ] && [ "$expect" = abort ]; then
+            result="ok (SIGABRT, expected)"; ok=yes
         elif [ "$rc" -gt 128 ]; then
             result="FAIL (signal $((rc - 128)))"
-        elif [ "$expect" = fail ]; then
+        elif [ "$expect" = fail ] || [ "$expect" = abort ]; then
             if [ "$rc" -eq 0 ]; then result="FAIL (exit 0, expected failure)"; else result="ok (exit $rc, expected)"; ok=yes; fi
         elif [ "$rc" -eq 0 ]; then
             result="ok"; ok=yes
@@ -223,7 +225,13 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
         let header = parse_header(&std::fs::read_to_string(src).unwrap_or_default());
         let env: Vec<String> = header.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let name = src.file_name().unwrap_or_default().to_string_lossy();
-        let expect = if header.expect_fail { "fail" } else { "pass" };
+        let expect = if header.expect_abort {
+            "abort"
+        } else if header.expect_fail {
+            "fail"
+        } else {
+            "pass"
+        };
         manifest.push_str(&format!("{name}\t{expect}\t{}\n", env.join(" ")));
     }
     util::write(&dir.join("tests.tsv"), manifest)?;
