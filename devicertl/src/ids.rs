@@ -102,11 +102,14 @@ pub extern "C" fn omp_get_dynamic() -> i32 {
 pub extern "C" fn omp_set_dynamic(_: i32) {}
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_nested() -> i32 {
-    0
+    (omp_get_max_active_levels() > 1) as i32
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_max_active_levels() -> i32 {
-    1
+    match state::Icv::MaxActiveLevels.get() {
+        0 => SUPPORTED_ACTIVE_LEVELS,
+        set => set as i32 - 1,
+    }
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_set_num_threads(_: i32) {}
@@ -120,8 +123,7 @@ pub extern "C" fn omp_get_cancellation() -> i32 {
 /// Both pointers are writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn omp_get_schedule(kind: *mut i32, chunk: *mut i32) {
-    use core::sync::atomic::Ordering::Relaxed;
-    let set = state::team().scratch[state::SCRATCH_RUN_SCHEDULE].load(Relaxed);
+    let set = state::Icv::RunSchedule.get();
     let (k, c) = if set == 0 {
         (1, 0)
     } else {
@@ -133,18 +135,35 @@ pub unsafe extern "C" fn omp_get_schedule(kind: *mut i32, chunk: *mut i32) {
         chunk.write(c);
     }
 }
-/// Sets the run-sched-var ICV (for the team: device ICVs are per team here).
+/// Sets the run-sched-var ICV of this thread's data environment (inside a region: its own;
+/// outside: the team's, which its regions inherit).
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_set_schedule(kind: i32, chunk: i32) {
-    use core::sync::atomic::Ordering::Relaxed;
     let value = ((kind as u32 as u64) << 32) | chunk.max(0) as u32 as u64;
-    state::team().scratch[state::SCRATCH_RUN_SCHEDULE].store(value, Relaxed);
+    state::Icv::RunSchedule.set(value.max(1));
 }
-/// Nested parallelism on the device is serialized: these change nothing, as in LLVM.
+/// Active levels the device supports: nested regions run serialized, so one.
+pub const SUPPORTED_ACTIVE_LEVELS: i32 = 1;
+/// max-active-levels-var, at most the supported levels (0: parallel regions are inactive).
 #[unsafe(no_mangle)]
-pub extern "C" fn omp_set_nested(_: i32) {}
+pub extern "C" fn omp_set_max_active_levels(levels: i32) {
+    if levels >= 0 {
+        state::Icv::MaxActiveLevels.set(levels.min(SUPPORTED_ACTIVE_LEVELS) as u64 + 1);
+    }
+}
+/// Deprecated: true asks for the supported levels, false for one.
 #[unsafe(no_mangle)]
-pub extern "C" fn omp_set_max_active_levels(_: i32) {}
+pub extern "C" fn omp_set_nested(nested: i32) {
+    omp_set_max_active_levels(if nested != 0 {
+        SUPPORTED_ACTIVE_LEVELS
+    } else {
+        1
+    });
+}
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_get_supported_active_levels() -> i32 {
+    SUPPORTED_ACTIVE_LEVELS
+}
 /// The default-device ICV is the host's business; the device reports none set (LLVM: -1).
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_default_device() -> i32 {

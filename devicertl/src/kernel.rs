@@ -6,7 +6,7 @@
 //! worth) wait in the state machine and run each parallel region the main thread opens, until
 //! `__kmpc_target_deinit` releases them.
 
-use crate::{arch, parallel, state, workshare};
+use crate::{arch, parallel, state};
 use core::sync::atomic::Ordering;
 use rustomp_abi::{exec_mode, KernelEnvironment, KernelLaunchEnvironment};
 
@@ -85,6 +85,7 @@ pub unsafe extern "C" fn __kmpc_kernel_parallel(work_fn: *mut usize) -> bool {
 /// A worker of the compiler's state machine finished its region.
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_kernel_end_parallel() {
+    state::end_implicit_task();
     state::set_thread_flags(arch::thread_id_in_block(), 0);
 }
 
@@ -97,13 +98,13 @@ pub extern "C" fn __kmpc_target_deinit() {
         // Every thread of an SPMD kernel ends here.
         arch::team_barrier();
         if tid == 0 {
-            workshare::release_own_loops();
+            state::release_thread_slots();
         }
         return;
     }
     if tid == state::main_thread_id() {
         state::team().work_fn.store(0, Ordering::Release);
         arch::team_barrier();
-        workshare::release_own_loops();
+        state::release_thread_slots();
     }
 }

@@ -119,6 +119,7 @@ pub(crate) fn run_generic_region_worker(wrapper: usize, tid: u32) {
     // SAFETY: the main thread published a region wrapper emitted by clang with this signature.
     let wrapper: extern "C" fn(u16, u32) = unsafe { core::mem::transmute(wrapper) };
     wrapper(0, tid);
+    state::end_implicit_task();
     state::set_thread_flags(tid, 0);
 }
 
@@ -140,6 +141,12 @@ pub unsafe extern "C" fn __kmpc_parallel_60(
 ) {
     let tid = arch::thread_id_in_block();
     let nargs = nargs.max(0) as usize;
+    // max-active-levels-var 0: the region is inactive, one thread runs it (as `if(false)`).
+    let if_expr = if crate::ids::omp_get_max_active_levels() == 0 {
+        0
+    } else {
+        if_expr
+    };
     let team = state::team();
     if state::thread_flags(tid) & LEVEL_MASK != 0 {
         // SAFETY: forwarded from the caller.
@@ -158,6 +165,7 @@ pub unsafe extern "C" fn __kmpc_parallel_60(
             state::set_thread_flags(tid, IN_TEAM_REGION | 1);
             // SAFETY: forwarded from the caller.
             unsafe { invoke_microtask(tid, fn_ptr, args, nargs) };
+            state::end_implicit_task();
             state::set_thread_flags(tid, 0);
         }
         arch::team_barrier();

@@ -23,6 +23,127 @@ pub const LEVEL_MASK: u8 = 0x3f;
 /// The thread's outermost region is the team-wide one (its thread number is its id).
 pub const IN_TEAM_REGION: u8 = 0x80;
 
+/// What one thread keeps beyond its flags, on the device heap: the loops it runs alone and the
+/// ICVs it set inside a parallel region (its implicit task's data environment).
+#[repr(C)]
+pub struct ThreadSlot {
+    /// Innermost loop of the thread's own stack (see `workshare`), or null.
+    pub loops: AtomicPtr<crate::workshare::DispatchState>,
+    /// run-sched-var as `(kind << 32) | chunk`, 0 when not set by this thread.
+    pub run_schedule: AtomicU64,
+    /// max-active-levels-var + 1, 0 when not set by this thread.
+    pub max_active_levels: AtomicU32,
+}
+
+/// This thread's slot, allocating the team's table on first use.
+pub fn thread_slot() -> &'static ThreadSlot {
+    let team = team();
+    let mut table = team.thread_slots.load(Ordering::Acquire);
+    if table.is_null() {
+        let threads = arch::num_threads_in_block() as usize;
+        let bytes = threads * core::mem::size_of::<ThreadSlot>();
+        let fresh = crate::memory::device_malloc(bytes) as *mut ThreadSlot;
+        if fresh.is_null() {
+            arch::print_message(
+                c"rustomp device runtime: no device heap memory for thread state\n",
+            );
+            arch::trap();
+        }
+        // SAFETY: `fresh` has room for `threads` slots and is not yet visible; all zero is an
+        // empty slot.
+        unsafe { core::ptr::write_bytes(fresh as *mut u8, 0, bytes) };
+        // A compare-exchange keeps its ordering on every target (unlike a release RMW).
+        match team.thread_slots.compare_exchange(
+            core::ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => table = fresh,
+            Err(existing) => {
+                // SAFETY: `fresh` was never published.
+                unsafe { crate::memory::device_free(fresh as *mut u8) };
+                table = existing;
+            }
+        }
+    }
+    // SAFETY: the table has a slot per thread of the block and lives until the kernel ends.
+    unsafe { &*table.add(arch::thread_id_in_block() as usize) }
+}
+
+/// This thread's slot if the team has the table.
+pub fn existing_thread_slot() -> Option<&'static ThreadSlot> {
+    let table = team().thread_slots.load(Ordering::Acquire);
+    // SAFETY: as in `thread_slot`.
+    (!table.is_null()).then(|| unsafe { &*table.add(arch::thread_id_in_block() as usize) })
+}
+
+/// The thread's implicit task in a parallel region ends: the ICVs it set go with it.
+pub fn end_implicit_task() {
+    if let Some(slot) = existing_thread_slot() {
+        slot.run_schedule.store(0, Ordering::Relaxed);
+        slot.max_active_levels.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Kernel end (no thread of the team runs any more): the table goes back to the heap.
+pub fn release_thread_slots() {
+    let table = team()
+        .thread_slots
+        .swap(core::ptr::null_mut(), Ordering::Relaxed);
+    if !table.is_null() {
+        // SAFETY: allocated by `thread_slot`; nobody uses it any more.
+        unsafe { crate::memory::device_free(table as *mut u8) };
+    }
+}
+
+/// An ICV kept per thread inside parallel regions and per team outside them.
+pub enum Icv {
+    RunSchedule,
+    MaxActiveLevels,
+}
+
+impl Icv {
+    fn team_word(&self) -> &'static AtomicU64 {
+        &team().scratch[match self {
+            Icv::RunSchedule => SCRATCH_RUN_SCHEDULE,
+            Icv::MaxActiveLevels => SCRATCH_MAX_ACTIVE_LEVELS,
+        }]
+    }
+
+    /// The encoded value in effect for this thread (0: never set).
+    pub fn get(&self) -> u64 {
+        if thread_view().level > 0 {
+            if let Some(slot) = existing_thread_slot() {
+                let own = match self {
+                    Icv::RunSchedule => slot.run_schedule.load(Ordering::Relaxed),
+                    Icv::MaxActiveLevels => slot.max_active_levels.load(Ordering::Relaxed) as u64,
+                };
+                if own != 0 {
+                    return own;
+                }
+            }
+        }
+        self.team_word().load(Ordering::Relaxed)
+    }
+
+    /// Sets the encoded value (non-zero) for this thread's data environment: the team's outside
+    /// any region (what its regions inherit), the thread's own inside one.
+    pub fn set(&self, value: u64) {
+        if thread_view().level == 0 {
+            self.team_word().store(value, Ordering::Relaxed);
+            return;
+        }
+        let slot = thread_slot();
+        match self {
+            Icv::RunSchedule => slot.run_schedule.store(value, Ordering::Relaxed),
+            Icv::MaxActiveLevels => slot
+                .max_active_levels
+                .store(value as u32, Ordering::Relaxed),
+        }
+    }
+}
+
 /// `scratch` words: the teams reduction's chunk base and arrival number, copyprivate's source.
 pub const SCRATCH_REDUCTION_BASE: usize = 0;
 pub const SCRATCH_REDUCTION_ARRIVAL: usize = 1;
@@ -33,6 +154,8 @@ pub const SCRATCH_SHARED_ARGS_ON_HEAP: usize = 3;
 pub const SCRATCH_RUN_SCHEDULE: usize = 4;
 /// The doacross loop of the current region: its completion flags (see `workshare`).
 pub const SCRATCH_DOACROSS: usize = 5;
+/// `omp_set_max_active_levels` outside regions: the value + 1, 0 until set.
+pub const SCRATCH_MAX_ACTIVE_LEVELS: usize = 6;
 
 #[repr(C)]
 pub struct TeamState {
@@ -50,8 +173,8 @@ pub struct TeamState {
     pub barrier_generation: AtomicU32,
     /// Dynamic loop schedule shared by the threads of a team-wide region.
     pub dispatch: crate::workshare::DispatchState,
-    /// Per-thread stacks of loops a thread runs alone (see `workshare`), or null.
-    pub own_loops: AtomicPtr<AtomicPtr<crate::workshare::DispatchState>>,
+    /// One `ThreadSlot` per thread of the block, allocated when a thread first needs one.
+    pub thread_slots: AtomicPtr<ThreadSlot>,
     /// Words one thread publishes to the others of its team (indices below).
     pub scratch: [AtomicU64; 32],
     pub shared_args_slots: [AtomicPtr<c_void>; SHARED_ARG_SLOTS],
@@ -82,8 +205,11 @@ pub fn init_team(exec_mode: u8, launch_env: *mut KernelLaunchEnvironment) {
     team.barrier_arrived.store(0, Ordering::Relaxed);
     team.barrier_generation.store(0, Ordering::Relaxed);
     team.dispatch.reset();
-    team.own_loops
+    team.thread_slots
         .store(core::ptr::null_mut(), Ordering::Relaxed);
+    for word in &team.scratch {
+        word.store(0, Ordering::Relaxed);
+    }
 }
 
 /// Each thread clears its own slot before the first barrier of the kernel.

@@ -243,59 +243,23 @@ impl DispatchState {
     }
 }
 
-/// Loops of one thread: each thread's stack of its own `DispatchState`s, rooted in a per-team
-/// table (one slot per thread of the block) that the first such loop allocates.
+/// Loops of one thread: each thread's stack of its own `DispatchState`s, rooted in its
+/// `state::ThreadSlot`.
 mod own_loops {
     use super::DispatchState;
     use crate::{arch, memory, state};
-    use core::sync::atomic::{AtomicPtr, Ordering};
-
-    fn out_of_memory() -> ! {
-        arch::print_message(c"rustomp device runtime: no device heap memory for a dynamic loop\n");
-        arch::trap()
-    }
-
-    /// This thread's slot of the team's table, allocating the table if needed.
-    fn slot() -> &'static AtomicPtr<DispatchState> {
-        let team = state::team();
-        let threads = arch::num_threads_in_block() as usize;
-        let mut table = team.own_loops.load(Ordering::Acquire);
-        if table.is_null() {
-            let bytes = threads * core::mem::size_of::<AtomicPtr<DispatchState>>();
-            let fresh = memory::device_malloc(bytes) as *mut AtomicPtr<DispatchState>;
-            if fresh.is_null() {
-                out_of_memory();
-            }
-            for i in 0..threads {
-                // SAFETY: `fresh` has `threads` slots, not yet visible to anyone.
-                unsafe { fresh.add(i).write(AtomicPtr::new(core::ptr::null_mut())) };
-            }
-            // A compare-exchange keeps its ordering on every target (unlike a release RMW).
-            match team.own_loops.compare_exchange(
-                core::ptr::null_mut(),
-                fresh,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => table = fresh,
-                Err(existing) => {
-                    // SAFETY: `fresh` was never published.
-                    unsafe { memory::device_free(fresh as *mut u8) };
-                    table = existing;
-                }
-            }
-        }
-        // SAFETY: the table has a slot per thread of the block and lives until the kernel ends.
-        unsafe { &*table.add(arch::thread_id_in_block() as usize) }
-    }
+    use core::sync::atomic::Ordering;
 
     /// Starts a loop of this thread alone.
     pub fn push() -> &'static DispatchState {
-        let slot = slot();
+        let slot = &state::thread_slot().loops;
         let state =
             memory::device_malloc(core::mem::size_of::<DispatchState>()) as *mut DispatchState;
         if state.is_null() {
-            out_of_memory();
+            arch::print_message(
+                c"rustomp device runtime: no device heap memory for a dynamic loop\n",
+            );
+            arch::trap();
         }
         // SAFETY: fresh memory of the right size, owned by this thread.
         unsafe {
@@ -310,13 +274,10 @@ mod own_loops {
 
     /// This thread's innermost loop, if it runs one.
     pub fn top() -> Option<&'static DispatchState> {
-        let table = state::team().own_loops.load(Ordering::Acquire);
-        if table.is_null() {
-            return None;
-        }
-        // SAFETY: as in `slot`; only this thread touches its slot and its states.
+        // SAFETY: only this thread touches its slot and its states.
         unsafe {
-            (*table.add(arch::thread_id_in_block() as usize))
+            state::existing_thread_slot()?
+                .loops
                 .load(Ordering::Relaxed)
                 .as_ref()
         }
@@ -324,32 +285,21 @@ mod own_loops {
 
     /// Ends this thread's innermost loop.
     pub fn pop() {
-        let slot = slot();
-        let state = slot.load(Ordering::Relaxed);
+        let Some(slot) = state::existing_thread_slot() else {
+            return;
+        };
+        let state = slot.loops.load(Ordering::Relaxed);
         if state.is_null() {
             return;
         }
         // SAFETY: `push` allocated it; this thread alone uses it and is done with it.
         unsafe {
-            slot.store((*state).outer.load(Ordering::Relaxed), Ordering::Relaxed);
+            slot.loops
+                .store((*state).outer.load(Ordering::Relaxed), Ordering::Relaxed);
             memory::device_free(state as *mut u8);
         }
     }
-
-    /// Kernel end (every thread is done): frees the table.
-    pub fn release_team() {
-        let team = state::team();
-        let table = team
-            .own_loops
-            .swap(core::ptr::null_mut(), Ordering::Relaxed);
-        if !table.is_null() {
-            // SAFETY: allocated by `slot`; no thread of the team runs any more.
-            unsafe { memory::device_free(table as *mut u8) };
-        }
-    }
 }
-
-pub(crate) use own_loops::release_team as release_own_loops;
 
 /// A loop of one thread (a serialized nested region, or the generic main thread outside
 /// regions) gets its own state: two threads that each run such a loop must not share one.

@@ -373,3 +373,53 @@ fn task_reductions_reduce_into_the_item() {
     assert!(!group.is_null());
     assert_eq!(__kmpc_task_reduction_get_th_data(0, group, p), p);
 }
+
+#[test]
+fn icvs_are_per_data_environment() {
+    use devicertl::ids::*;
+    let bad = Mutex::new(Vec::new());
+    let check = |what: &'static str, ok: bool| {
+        if !ok {
+            bad.lock().unwrap().push((what, thread_id_in_block()));
+        }
+    };
+    generic_kernel(1, 40, 8, no_launch_env(), false, || {
+        let (mut kind, mut chunk) = (0, 0);
+        omp_set_schedule(2, 5); // dynamic, 5: the team's, inherited by its regions
+        let region = || {
+            let (mut k, mut c) = (0, 0);
+            // SAFETY: writable out-parameters.
+            unsafe { omp_get_schedule(&mut k, &mut c) };
+            check("inherited", (k, c) == (2, 5));
+            let me = omp_get_thread_num();
+            omp_set_schedule(3, me); // guided, own chunk
+            std::thread::yield_now();
+            // SAFETY: as above.
+            unsafe { omp_get_schedule(&mut k, &mut c) };
+            check("own", (k, c) == (3, me));
+        };
+        parallel(true, 0, &region);
+        // SAFETY: as above.
+        unsafe { omp_get_schedule(&mut kind, &mut chunk) };
+        check("sequential part keeps its value", (kind, chunk) == (2, 5));
+        check("default levels", omp_get_max_active_levels() == 1);
+        omp_set_max_active_levels(0);
+        check("levels 0", omp_get_max_active_levels() == 0);
+        let inactive = || {
+            check(
+                "inactive region",
+                omp_get_num_threads() == 1 && omp_in_parallel() == 0,
+            )
+        };
+        parallel(true, 0, &inactive);
+        omp_set_max_active_levels(3);
+        check(
+            "levels capped",
+            omp_get_max_active_levels() == 1 && omp_get_nested() == 0,
+        );
+        let active = || check("active again", omp_get_num_threads() == 32);
+        parallel(true, 0, &active);
+    });
+    let bad = bad.into_inner().unwrap();
+    assert!(bad.is_empty(), "{bad:?}");
+}
