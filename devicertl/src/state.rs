@@ -78,9 +78,14 @@ pub fn existing_thread_slot() -> Option<&'static ThreadSlot> {
     (!table.is_null()).then(|| unsafe { &*table.add(arch::thread_id_in_block() as usize) })
 }
 
-/// The thread's implicit task in a parallel region ends: the ICVs it set go with it.
+/// The thread's implicit task in a parallel region ends: the ICVs it set go with it. This is on
+/// every region's path, so the table pointer is read relaxed (an acquire is a cache
+/// invalidation on amdgcn): the thread only writes its own slot here.
 pub fn end_implicit_task() {
-    if let Some(slot) = existing_thread_slot() {
+    let table = team().thread_slots.load(Ordering::Relaxed);
+    if !table.is_null() {
+        // SAFETY: as in `thread_slot`; this thread's own slot.
+        let slot = unsafe { &*table.add(arch::thread_id_in_block() as usize) };
         slot.run_schedule.store(0, Ordering::Relaxed);
         slot.max_active_levels.store(0, Ordering::Relaxed);
     }
