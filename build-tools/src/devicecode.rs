@@ -232,9 +232,7 @@ fn check_ptx(ptx: &str) -> Vec<String> {
     }
     let team = closure(&functions, "__rustomp_team_barrier");
     if !any_line(&functions, &team, |l| {
-        l == "barrier.sync 0;"
-            || l.starts_with("barrier.sync \t0;")
-            || l.replace(['\t', ' '], "") == "barrier.sync0;"
+        l.replace(['\t', ' '], "") == "barrier.sync0;"
     }) {
         problems.push("__rustomp_team_barrier: not `barrier.sync 0`".into());
     }

@@ -52,7 +52,6 @@ pub const TARGETS: [Target; 2] = [
     },
 ];
 
-/// Runtime state the host plugins look up, besides what is kept `used` (see PROTECTED_GLOBALS).
 /// Symbols every runtime bitcode must define.
 const REQUIRED: [&str; 3] = [
     "__kmpc_target_init",
@@ -280,33 +279,18 @@ struct Built {
 fn state_globals(ll: &str) -> std::result::Result<Vec<String>, String> {
     let mut state = Vec::new();
     let mut private = Vec::new();
-    for line in ll.lines() {
-        let Some(rest) = line.strip_prefix('@') else {
-            continue;
-        };
-        let Some((name, rhs)) = rest.split_once(" = ") else {
-            continue;
-        };
-        let name = name.trim_matches('"');
-        if name.starts_with("llvm.") {
-            continue;
-        }
-        let toks: Vec<&str> = rhs.split(' ').collect();
-        let Some(kind) = toks.iter().position(|t| *t == "global" || *t == "constant") else {
-            continue; // aliases, ifuncs
-        };
-        let prefix = &toks[..kind];
-        if toks[kind] == "constant"
-            || prefix
-                .iter()
-                .any(|t| *t == "external" || *t == "extern_weak")
+    for global in ll.lines().filter_map(global_line) {
+        if global.name.starts_with("llvm.")
+            || global.is_constant()
+            || global.has("external")
+            || global.has("extern_weak")
         {
             continue;
         }
-        if prefix.iter().any(|t| *t == "internal" || *t == "private") {
-            private.push(name.to_string());
+        if global.has("internal") || global.has("private") {
+            private.push(global.name.to_string());
         } else {
-            state.push(name.to_string());
+            state.push(global.name.to_string());
         }
     }
     if !private.is_empty() {
@@ -411,13 +395,43 @@ fn protect_globals(text: &str, names: &[&str]) -> Result<String> {
     Ok(out)
 }
 
-fn protect_line(line: &str) -> Option<String> {
-    let (lhs, rhs) = line.split_once(" = ")?;
+/// A global variable's line of textual IR, `@name = <prefix> global|constant <rest>`.
+struct GlobalLine<'a> {
+    name: &'a str,
+    /// Linkage, visibility, address space and the like.
+    prefix: Vec<&'a str>,
+    /// From `global` or `constant` on.
+    rest: Vec<&'a str>,
+}
+
+impl GlobalLine<'_> {
+    fn is_constant(&self) -> bool {
+        self.rest[0] == "constant"
+    }
+    fn has(&self, attribute: &str) -> bool {
+        self.prefix.contains(&attribute)
+    }
+}
+
+/// `None` for anything but a global variable (functions, aliases, metadata).
+fn global_line(line: &str) -> Option<GlobalLine<'_>> {
+    let (name, rhs) = line.strip_prefix('@')?.split_once(" = ")?;
     let toks: Vec<&str> = rhs.split(' ').collect();
     let end = toks
         .iter()
         .position(|t| *t == "global" || *t == "constant")?;
-    let mut prefix: Vec<&str> = toks[..end]
+    Some(GlobalLine {
+        name: name.trim_matches('"'),
+        prefix: toks[..end].to_vec(),
+        rest: toks[end..].to_vec(),
+    })
+}
+
+fn protect_line(line: &str) -> Option<String> {
+    let global = global_line(line)?;
+    let lhs = &line[..line.find(" = ")?];
+    let mut prefix: Vec<&str> = global
+        .prefix
         .iter()
         .copied()
         .filter(|t| !matches!(*t, "hidden" | "protected" | "default"))
@@ -437,14 +451,13 @@ fn protect_line(line: &str) -> Option<String> {
     }
     prefix.insert(i, "protected");
     let mut all = prefix;
-    all.extend_from_slice(&toks[end..]);
+    all.extend_from_slice(&global.rest);
     Some(format!("{lhs} = {}", all.join(" ")))
 }
 
-/// Adds each named global to `@llvm.used`. clang's `-mlink-builtin-bitcode` internalizes every
-/// runtime symbol it links into a compile unless it is used: an internalized copy in the
-/// compile's cubin plus the archive's copy (pulled by calls that OpenMPOpt adds at -O2) leaves
-/// nvlink with an undefined reference. Used globals stay external, one definition for all.
+/// Adds each named global to `@llvm.used`, so that the device link's LTO of `libompdevice.a`
+/// keeps them (and their names) even when no code of the program refers to them: the host
+/// plugins look them up by name. (The per-unit bitcode drops `@llvm.used` with the definitions.)
 fn keep_used(text: &str, names: &[&str]) -> Result<String> {
     // The address space of each global, from its definition.
     let mut elems = Vec::new();
@@ -454,10 +467,12 @@ fn keep_used(text: &str, names: &[&str]) -> Result<String> {
             .lines()
             .find(|l| l.starts_with(&prefix))
             .context(|| format!("no definition of @{n} in the runtime IR"))?;
-        let space = line
-            .split(' ')
-            .take_while(|t| *t != "global" && *t != "constant")
-            .find_map(|t| t.strip_prefix("addrspace(")?.strip_suffix(')'))
+        let space = global_line(line)
+            .and_then(|g| {
+                g.prefix
+                    .iter()
+                    .find_map(|t| t.strip_prefix("addrspace(")?.strip_suffix(')'))
+            })
             .unwrap_or("0");
         let elem = if space == "0" {
             format!("ptr @{n}")

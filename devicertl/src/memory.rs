@@ -12,6 +12,16 @@ pub fn device_malloc(bytes: usize) -> *mut u8 {
     // SAFETY: the platform allocator accepts any size and returns null on failure.
     unsafe { arch::malloc(bytes) }
 }
+/// `bytes` of device heap memory, or a trap after printing `message` when the heap is out:
+/// for the runtime's own allocations, which have no way to report failure to the program.
+pub fn device_malloc_or_trap(bytes: usize, message: &core::ffi::CStr) -> *mut u8 {
+    let ptr = device_malloc(bytes);
+    if ptr.is_null() {
+        arch::print_message(message);
+        arch::trap();
+    }
+    ptr
+}
 /// # Safety
 /// `ptr` came from `device_malloc` and is not used afterwards.
 pub unsafe fn device_free(ptr: *mut u8) {

@@ -268,23 +268,8 @@ pub unsafe extern "C" fn __kmpc_nvptx_teams_reduce_nowait_v2(
 /// are not in the region and never reach the shuffle.
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_shuffle_int32(value: i32, delta: i16, width: i16) -> i32 {
-    let mask = region_lane_mask();
+    let (_, mask) = crate::sync::warp_lanes_in_region(crate::sync::current_region_threads());
     arch::shuffle_down_u32(mask, value as u32, delta as u32, width as u32) as i32
-}
-
-/// The lanes of the calling thread's warp that are in its current region.
-fn region_lane_mask() -> u64 {
-    let warp = arch::warp_size();
-    let tid = arch::thread_id_in_block();
-    let warp_base = tid - tid % warp;
-    let lanes = crate::sync::current_region_threads()
-        .saturating_sub(warp_base)
-        .clamp(1, warp);
-    if lanes >= warp {
-        arch::FULL_MASK
-    } else {
-        (1u64 << lanes) - 1
-    }
 }
 
 #[unsafe(no_mangle)]

@@ -42,13 +42,10 @@ pub fn thread_slot() -> &'static ThreadSlot {
     if table.is_null() {
         let threads = arch::num_threads_in_block() as usize;
         let bytes = threads * core::mem::size_of::<ThreadSlot>();
-        let fresh = crate::memory::device_malloc(bytes) as *mut ThreadSlot;
-        if fresh.is_null() {
-            arch::print_message(
-                c"rustomp device runtime: no device heap memory for thread state\n",
-            );
-            arch::trap();
-        }
+        let fresh = crate::memory::device_malloc_or_trap(
+            bytes,
+            c"rustomp device runtime: no device heap memory for thread state\n",
+        ) as *mut ThreadSlot;
         // SAFETY: `fresh` has room for `threads` slots and is not yet visible; all zero is an
         // empty slot.
         unsafe { core::ptr::write_bytes(fresh as *mut u8, 0, bytes) };

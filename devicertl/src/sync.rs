@@ -36,15 +36,9 @@ pub fn region_barrier(count: u32) {
 ///   for all of them and publishes the new generation if it was last, then every lane spins.
 fn counting_barrier(count: u32) {
     let team = state::team();
-    let warp = arch::warp_size();
     let tid = arch::thread_id_in_block();
-    let warp_base = tid - tid % warp;
-    let lanes = (count - warp_base).min(warp);
-    let mask = if lanes >= 64 {
-        !0u64
-    } else {
-        (1u64 << lanes) - 1
-    };
+    let warp_base = tid - tid % arch::warp_size();
+    let (lanes, mask) = warp_lanes_in_region(count);
     arch::sync_warp(mask);
     let generation = team.barrier_generation.load(Ordering::Acquire);
     // Every lane has read the generation before its warp arrives.
@@ -62,6 +56,20 @@ fn counting_barrier(count: u32) {
         arch::pause();
     }
     arch::team_fence_acquire();
+}
+
+/// The lanes of the calling thread's warp among a region's threads `0..count`: how many, and
+/// their mask (the full mask for a whole warp).
+pub(crate) fn warp_lanes_in_region(count: u32) -> (u32, u64) {
+    let warp = arch::warp_size();
+    let tid = arch::thread_id_in_block();
+    let lanes = count.saturating_sub(tid - tid % warp).clamp(1, warp);
+    let mask = if lanes >= warp {
+        arch::FULL_MASK
+    } else {
+        (1u64 << lanes) - 1
+    };
+    (lanes, mask)
 }
 
 /// Threads that meet at a barrier of the current region.
@@ -152,12 +160,11 @@ pub mod copyprivate {
     /// function for that list.
     pub unsafe fn stage(variables: usize, src: *mut *mut u8, copy: CopyFn) -> *mut *mut u8 {
         let pointer = core::mem::size_of::<*mut u8>();
-        let probe = memory::device_malloc(PROBE_WORDS * 8) as *mut u64;
-        let probe_list = memory::device_malloc(variables.max(1) * pointer) as *mut *mut u8;
-        let sizes = memory::device_malloc(variables.max(1) * pointer) as *mut usize;
-        if probe.is_null() || probe_list.is_null() || sizes.is_null() {
-            out_of_memory();
-        }
+        let probe = memory::device_malloc_or_trap(PROBE_WORDS * 8, NO_MEMORY) as *mut u64;
+        let probe_list =
+            memory::device_malloc_or_trap(variables.max(1) * pointer, NO_MEMORY) as *mut *mut u8;
+        let sizes =
+            memory::device_malloc_or_trap(variables.max(1) * pointer, NO_MEMORY) as *mut usize;
         let mut total = 0usize;
         for i in 0..variables {
             for j in 0..variables {
@@ -191,10 +198,7 @@ pub mod copyprivate {
             total += size.div_ceil(16) * 16;
         }
         let list_bytes = (variables * pointer).div_ceil(16) * 16;
-        let block = memory::device_malloc(list_bytes + total) as *mut *mut u8;
-        if block.is_null() {
-            out_of_memory();
-        }
+        let block = memory::device_malloc_or_trap(list_bytes + total, NO_MEMORY) as *mut *mut u8;
         let mut offset = list_bytes;
         for i in 0..variables {
             // SAFETY: `block` has room for the list and every rounded size.
@@ -213,10 +217,8 @@ pub mod copyprivate {
         block
     }
 
-    fn out_of_memory() -> ! {
-        arch::print_message(c"rustomp device runtime: no device heap memory for copyprivate\n");
-        arch::trap()
-    }
+    const NO_MEMORY: &core::ffi::CStr =
+        c"rustomp device runtime: no device heap memory for copyprivate\n";
 
     /// # Safety
     /// `probe` has PROBE_WORDS words.

@@ -247,20 +247,16 @@ impl DispatchState {
 /// `state::ThreadSlot`.
 mod own_loops {
     use super::DispatchState;
-    use crate::{arch, memory, state};
+    use crate::{memory, state};
     use core::sync::atomic::Ordering;
 
     /// Starts a loop of this thread alone.
     pub fn push() -> &'static DispatchState {
         let slot = &state::thread_slot().loops;
-        let state =
-            memory::device_malloc(core::mem::size_of::<DispatchState>()) as *mut DispatchState;
-        if state.is_null() {
-            arch::print_message(
-                c"rustomp device runtime: no device heap memory for a dynamic loop\n",
-            );
-            arch::trap();
-        }
+        let state = memory::device_malloc_or_trap(
+            core::mem::size_of::<DispatchState>(),
+            c"rustomp device runtime: no device heap memory for a dynamic loop\n",
+        ) as *mut DispatchState;
         // SAFETY: fresh memory of the right size, owned by this thread.
         unsafe {
             state.write(core::mem::zeroed());
@@ -393,14 +389,14 @@ pub extern "C" fn __kmpc_dispatch_fini_8u(_ident: *const c_void, _gtid: i32) {}
 /// The loop body OpenMPIRBuilder outlines: `void body(iv, arg)`.
 type StaticLoopBody<T> = unsafe extern "C" fn(T, *mut c_void);
 
-/// Runs the iterations `0..iterations` that `entity` of `entities` gets under a static
+/// The ranges `start..end` of `0..iterations` that `entity` of `entities` gets under a static
 /// schedule: chunks of `chunk` round robin, or (chunk 0) one near-equal contiguous block each.
-fn static_iterations(
+fn static_chunks(
     iterations: i128,
     entity: i128,
     entities: i128,
     chunk: i128,
-    mut body: impl FnMut(i128),
+    mut range: impl FnMut(i128, i128),
 ) {
     let entities = entities.max(1);
     if entity >= entities || iterations <= 0 {
@@ -408,18 +404,29 @@ fn static_iterations(
     }
     if chunk <= 0 {
         let share = static_share(sched::STATIC, 0, iterations - 1, 1, 0, entity, entities);
-        for iv in share.lb..=share.ub {
-            body(iv);
-        }
+        range(share.lb, share.ub + 1);
         return;
     }
     let mut start = entity * chunk;
     while start < iterations {
-        for iv in start..(start + chunk).min(iterations) {
-            body(iv);
-        }
+        range(start, (start + chunk).min(iterations));
         start += entities * chunk;
     }
+}
+
+/// `static_chunks`, one iteration at a time.
+fn static_iterations(
+    iterations: i128,
+    entity: i128,
+    entities: i128,
+    chunk: i128,
+    mut body: impl FnMut(i128),
+) {
+    static_chunks(iterations, entity, entities, chunk, |start, end| {
+        for iv in start..end {
+            body(iv);
+        }
+    });
 }
 
 macro_rules! static_loops {
@@ -512,10 +519,8 @@ macro_rules! static_loops {
             } else {
                 (iterations + teams.max(1) - 1) / teams.max(1)
             };
-            static_iterations(iterations, team, teams, block_chunk, |_| {});
-            let mut start = team * block_chunk;
-            while start < iterations {
-                let end = (start + block_chunk).min(iterations);
+            // The team's chunks, each shared by its threads.
+            static_chunks(iterations, team, teams, block_chunk, |start, end| {
                 static_iterations(
                     end - start,
                     tid,
@@ -525,9 +530,8 @@ macro_rules! static_loops {
                         // SAFETY: guaranteed by the caller.
                         unsafe { body((start + i) as $t, arg) }
                     },
-                );
-                start += teams * block_chunk;
-            }
+                )
+            });
         }
     };
 }
@@ -642,13 +646,10 @@ pub unsafe extern "C" fn __kmpc_doacross_init(
                 );
         }
         let bytes = 16 + count * core::mem::size_of::<DoacrossDim>() + iterations as usize * 4;
-        let block = crate::memory::device_malloc(bytes) as *mut Doacross;
-        if block.is_null() {
-            crate::arch::print_message(
-                c"rustomp device runtime: no device heap memory for a doacross loop\n",
-            );
-            crate::arch::trap();
-        }
+        let block = crate::memory::device_malloc_or_trap(
+            bytes,
+            c"rustomp device runtime: no device heap memory for a doacross loop\n",
+        ) as *mut Doacross;
         // SAFETY: `block` has room for the header, the dims and one flag per iteration.
         unsafe {
             block.write(Doacross {

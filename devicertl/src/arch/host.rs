@@ -295,8 +295,7 @@ pub fn active_mask() -> u64 {
 pub fn sync_warp(mask: u64) {
     let g = geometry();
     let warp = (g.thread / g.warp) as usize;
-    let lanes = (g.threads - g.thread / g.warp * g.warp).min(g.warp);
-    let all = if lanes >= 64 { !0 } else { (1u64 << lanes) - 1 };
+    let all = active_mask();
     if mask & all == all {
         team().warp_barriers[warp].wait();
     } else {
