@@ -194,19 +194,8 @@ impl CudaImage {
     /// Allocates the `__llvm_omp_host_call` port in pinned host memory and publishes its address
     /// to the image, when the image's runtime has the pointer for it.
     fn open_host_call_port(&self) -> Result<Option<HostCallPort>> {
-        let Some((address, size)) = self.global(symbols::HOST_CALL_PORT)? else {
+        if self.global(symbols::HOST_CALL_PORT)?.is_none() {
             return Ok(None);
-        };
-        if size != 8 {
-            return Err(OffloadError::new(
-                ErrorKind::InvalidImage,
-                format!(
-                    "{}: {} of the {} image has {size} bytes, expected 8",
-                    self.device(),
-                    symbols::HOST_CALL_PORT,
-                    self.label
-                ),
-            ));
         }
         let bytes = core::mem::size_of::<rustomp_abi::HostCallPort>();
         let port = r::mem_alloc_host(self.core.api(), bytes).map_err(|e| {
@@ -217,18 +206,12 @@ impl CudaImage {
         })? as *mut rustomp_abi::HostCallPort;
         // SAFETY: fresh pinned memory of the port's size; all zero is a free port.
         unsafe { core::ptr::write_bytes(port as *mut u8, 0, bytes) };
+        // Owned before publishing: an error below frees it.
         let owned = HostCallPort {
             core: Arc::clone(&self.core),
             port,
         };
-        self.core
-            .upload(address, &(port as u64).to_ne_bytes())
-            .map_err(|e| {
-                e.offload(
-                    format!("{}: publishing the host-call port", self.device()),
-                    ErrorKind::TransferFailed,
-                )
-            })?;
+        self.write_global(symbols::HOST_CALL_PORT, &(port as u64).to_ne_bytes())?;
         Ok(Some(owned))
     }
 
