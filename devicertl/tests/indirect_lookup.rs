@@ -2,9 +2,7 @@
 //! its device address, and a key in any gap (below the first, between two entries, above the
 //! last) comes back unchanged.
 
-use devicertl::indirect::{
-    __kmpc_target_translate_fptr, __llvm_omp_indirect_call_lookup, translate,
-};
+use devicertl::indirect::{__kmpc_target_translate_fptr, __llvm_omp_indirect_call_lookup, translate};
 use rustomp_abi::FptrMapEntry;
 
 /// A sorted table whose host keys leave a gap of at least one address around each entry.
@@ -14,10 +12,7 @@ fn table(len: usize) -> Vec<FptrMapEntry> {
     (0..len as u64)
         .map(|i| {
             host += 2 + (i * 7919) % 13;
-            FptrMapEntry {
-                host,
-                device: 0xdead_0000_0000 + i * 16,
-            }
+            FptrMapEntry { host, device: 0xdead_0000_0000 + i * 16 }
         })
         .collect()
 }
@@ -42,20 +37,11 @@ fn absent_keys(table: &[FptrMapEntry]) -> Vec<u64> {
 fn check_table(len: usize) {
     let table = table(len);
     for entry in &table {
-        assert_eq!(
-            translate(&table, entry.host),
-            entry.device,
-            "present key {:#x} of {len}",
-            entry.host
-        );
+        assert_eq!(translate(&table, entry.host), entry.device, "present key {:#x} of {len}", entry.host);
     }
     for key in absent_keys(&table) {
         assert!(table.binary_search_by_key(&key, |e| e.host).is_err());
-        assert_eq!(
-            translate(&table, key),
-            key,
-            "absent key {key:#x} in a table of {len}"
-        );
+        assert_eq!(translate(&table, key), key, "absent key {key:#x} in a table of {len}");
     }
 }
 
@@ -96,13 +82,7 @@ fn hundred_thousand_entries() {
 #[test]
 fn duplicate_free_extremes() {
     // Keys at the ends of the address space must not overflow the search.
-    let table = [
-        FptrMapEntry { host: 0, device: 7 },
-        FptrMapEntry {
-            host: u64::MAX,
-            device: 9,
-        },
-    ];
+    let table = [FptrMapEntry { host: 0, device: 7 }, FptrMapEntry { host: u64::MAX, device: 9 }];
     assert_eq!(translate(&table, 0), 7);
     assert_eq!(translate(&table, u64::MAX), 9);
     assert_eq!(translate(&table, 5), 5);

@@ -54,8 +54,7 @@ impl DeviceProps {
 
     /// Warps resident on the whole GPU at once (`HardwareParallelism` of the device environment).
     pub fn hardware_parallelism(&self) -> u64 {
-        u64::from(self.multiprocessors)
-            * u64::from(self.max_threads_per_multiprocessor / self.warp_size.max(1))
+        u64::from(self.multiprocessors) * u64::from(self.max_threads_per_multiprocessor / self.warp_size.max(1))
     }
 }
 
@@ -90,28 +89,11 @@ pub struct DeviceCore {
 }
 
 impl DeviceCore {
-    pub fn open(
-        api: &'static Api,
-        props: DeviceProps,
-        index: usize,
-        global: usize,
-        total: usize,
-    ) -> Result<Arc<Self>> {
-        let fail = |what: &str, e: DriverError| {
-            e.offload(
-                format!("device {global} (cuda plugin): {what}"),
-                ErrorKind::DeviceUnavailable,
-            )
-        };
-        let context = PrimaryContext::retain(api, props.handle)
-            .map_err(|e| fail("cannot retain the primary context", e))?;
-        context
-            .make_current()
-            .map_err(|e| fail("cannot make the context current", e))?;
-        for (variable, which) in [
-            ("LIBOMPTARGET_STACK_SIZE", limit::STACK_SIZE),
-            ("LIBOMPTARGET_HEAP_SIZE", limit::MALLOC_HEAP_SIZE),
-        ] {
+    pub fn open(api: &'static Api, props: DeviceProps, index: usize, global: usize, total: usize) -> Result<Arc<Self>> {
+        let fail = |what: &str, e: DriverError| e.offload(format!("device {global} (cuda plugin): {what}"), ErrorKind::DeviceUnavailable);
+        let context = PrimaryContext::retain(api, props.handle).map_err(|e| fail("cannot retain the primary context", e))?;
+        context.make_current().map_err(|e| fail("cannot make the context current", e))?;
+        for (variable, which) in [("LIBOMPTARGET_STACK_SIZE", limit::STACK_SIZE), ("LIBOMPTARGET_HEAP_SIZE", limit::MALLOC_HEAP_SIZE)] {
             if let Some(bytes) = diag::env_u64(variable) {
                 r::context_set_limit(api, which, bytes as usize)
                     .map_err(|e| fail(&format!("cannot apply {variable}={bytes}"), e))?;
@@ -171,59 +153,32 @@ impl DeviceCore {
     }
 
     /// Copies `bytes` to device address `device`.
-    pub fn upload(
-        &self,
-        device: CUdeviceptr,
-        bytes: &[u8],
-    ) -> std::result::Result<(), DriverError> {
+    pub fn upload(&self, device: CUdeviceptr, bytes: &[u8]) -> std::result::Result<(), DriverError> {
         if bytes.is_empty() {
             return Ok(());
         }
         self.with_stream(|s| {
             // SAFETY: `bytes` lives until `with_stream` synchronized; the callers pass device
             // ranges they allocated or looked up with at least this size.
-            unsafe {
-                r::memcpy_htod_async(
-                    self.api(),
-                    device,
-                    bytes.as_ptr() as *const c_void,
-                    bytes.len(),
-                    s.handle(),
-                )
-            }
+            unsafe { r::memcpy_htod_async(self.api(), device, bytes.as_ptr() as *const c_void, bytes.len(), s.handle()) }
         })
     }
 
     /// Copies from device address `device` into `out`.
-    pub fn download(
-        &self,
-        device: CUdeviceptr,
-        out: &mut [u8],
-    ) -> std::result::Result<(), DriverError> {
+    pub fn download(&self, device: CUdeviceptr, out: &mut [u8]) -> std::result::Result<(), DriverError> {
         if out.is_empty() {
             return Ok(());
         }
         let len = out.len();
         self.with_stream(|s| {
             // SAFETY: `out` lives until `with_stream` synchronized; see `upload`.
-            unsafe {
-                r::memcpy_dtoh_async(
-                    self.api(),
-                    out.as_mut_ptr() as *mut c_void,
-                    device,
-                    len,
-                    s.handle(),
-                )
-            }
+            unsafe { r::memcpy_dtoh_async(self.api(), out.as_mut_ptr() as *mut c_void, device, len, s.handle()) }
         })
     }
 
     /// The shared zeroed launch environment, allocated on first use.
     pub fn idle_launch_environment(&self) -> std::result::Result<CUdeviceptr, DriverError> {
-        let mut slot = self
-            .idle_launch_environment
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.idle_launch_environment.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(memory) = slot.as_ref() {
             return Ok(memory.address());
         }
@@ -263,14 +218,7 @@ impl Device for CudaDevice {
     fn alloc(&self, bytes: usize, kind: AllocKind) -> Result<*mut c_void> {
         let core = &self.core;
         let fail = |e: DriverError| {
-            e.offload(
-                format!(
-                    "{}: cannot allocate {bytes} bytes of {} memory",
-                    core.label(),
-                    kind_name(kind)
-                ),
-                ErrorKind::OutOfMemory,
-            )
+            e.offload(format!("{}: cannot allocate {bytes} bytes of {} memory", core.label(), kind_name(kind)), ErrorKind::OutOfMemory)
         };
         core.context.make_current().map_err(fail)?;
         let api = core.api();
@@ -291,34 +239,20 @@ impl Device for CudaDevice {
         }
         let core = &self.core;
         let fail = |e: DriverError| {
-            e.offload(
-                format!(
-                    "{}: cannot free {} memory at {ptr:p}",
-                    core.label(),
-                    kind_name(kind)
-                ),
-                ErrorKind::InvalidArgument,
-            )
+            e.offload(format!("{}: cannot free {} memory at {ptr:p}", core.label(), kind_name(kind)), ErrorKind::InvalidArgument)
         };
         core.context.make_current().map_err(fail)?;
         // SAFETY: the front frees only what `alloc` of this device returned, with its kind, once.
         unsafe {
             match kind {
-                AllocKind::Device | AllocKind::Shared => {
-                    r::mem_free(core.api(), ptr as CUdeviceptr)
-                }
+                AllocKind::Device | AllocKind::Shared => r::mem_free(core.api(), ptr as CUdeviceptr),
                 AllocKind::Host => r::mem_free_host(core.api(), ptr),
             }
         }
         .map_err(fail)
     }
 
-    unsafe fn copy_to_device(
-        &self,
-        device: *mut c_void,
-        host: *const c_void,
-        bytes: usize,
-    ) -> Result<()> {
+    unsafe fn copy_to_device(&self, device: *mut c_void, host: *const c_void, bytes: usize) -> Result<()> {
         if bytes == 0 {
             return Ok(());
         }
@@ -326,27 +260,12 @@ impl Device for CudaDevice {
         core.with_stream(|s| {
             // SAFETY: the trait's contract: `host` readable and `device` holding `bytes`; the
             // copy has finished when `with_stream` returns.
-            unsafe {
-                r::memcpy_htod_async(core.api(), device as CUdeviceptr, host, bytes, s.handle())
-            }
+            unsafe { r::memcpy_htod_async(core.api(), device as CUdeviceptr, host, bytes, s.handle()) }
         })
-        .map_err(|e| {
-            e.offload(
-                format!(
-                    "{}: copy of {bytes} bytes from host {host:p} to {device:p}",
-                    core.label()
-                ),
-                ErrorKind::TransferFailed,
-            )
-        })
+        .map_err(|e| e.offload(format!("{}: copy of {bytes} bytes from host {host:p} to {device:p}", core.label()), ErrorKind::TransferFailed))
     }
 
-    unsafe fn copy_from_device(
-        &self,
-        host: *mut c_void,
-        device: *const c_void,
-        bytes: usize,
-    ) -> Result<()> {
+    unsafe fn copy_from_device(&self, host: *mut c_void, device: *const c_void, bytes: usize) -> Result<()> {
         if bytes == 0 {
             return Ok(());
         }
@@ -354,52 +273,21 @@ impl Device for CudaDevice {
         core.with_stream(|s| {
             // SAFETY: the trait's contract: `host` writable and `device` holding `bytes`; the
             // copy has finished when `with_stream` returns.
-            unsafe {
-                r::memcpy_dtoh_async(core.api(), host, device as CUdeviceptr, bytes, s.handle())
-            }
+            unsafe { r::memcpy_dtoh_async(core.api(), host, device as CUdeviceptr, bytes, s.handle()) }
         })
-        .map_err(|e| {
-            e.offload(
-                format!(
-                    "{}: copy of {bytes} bytes from {device:p} to host {host:p}",
-                    core.label()
-                ),
-                ErrorKind::TransferFailed,
-            )
-        })
+        .map_err(|e| e.offload(format!("{}: copy of {bytes} bytes from {device:p} to host {host:p}", core.label()), ErrorKind::TransferFailed))
     }
 
-    unsafe fn copy_within_device(
-        &self,
-        dst: *mut c_void,
-        src: *const c_void,
-        bytes: usize,
-    ) -> Result<()> {
+    unsafe fn copy_within_device(&self, dst: *mut c_void, src: *const c_void, bytes: usize) -> Result<()> {
         if bytes == 0 {
             return Ok(());
         }
         let core = &self.core;
         core.with_stream(|s| {
             // SAFETY: the trait's contract: both ranges are this device's memory of `bytes`.
-            unsafe {
-                r::memcpy_dtod_async(
-                    core.api(),
-                    dst as CUdeviceptr,
-                    src as CUdeviceptr,
-                    bytes,
-                    s.handle(),
-                )
-            }
+            unsafe { r::memcpy_dtod_async(core.api(), dst as CUdeviceptr, src as CUdeviceptr, bytes, s.handle()) }
         })
-        .map_err(|e| {
-            e.offload(
-                format!(
-                    "{}: copy of {bytes} bytes from {src:p} to {dst:p}",
-                    core.label()
-                ),
-                ErrorKind::TransferFailed,
-            )
-        })
+        .map_err(|e| e.offload(format!("{}: copy of {bytes} bytes from {src:p} to {dst:p}", core.label()), ErrorKind::TransferFailed))
     }
 
     fn load_image(&self, image: &ImageInfo<'_>) -> Result<Box<dyn LoadedImage>> {
@@ -413,10 +301,7 @@ impl Device for CudaDevice {
 
     fn describe(&self) -> String {
         let p = &self.core.props;
-        let version = r::driver_version(self.core.api()).map_or_else(
-            |e| e.to_string(),
-            |v| format!("{}.{}", v / 1000, (v % 1000) / 10),
-        );
+        let version = r::driver_version(self.core.api()).map_or_else(|e| e.to_string(), |v| format!("{}.{}", v / 1000, (v % 1000) / 10));
         format!(
             "device {}: cuda plugin device {} ({}, {}, {} multiprocessors, {} MiB, CUDA driver {version})",
             self.core.global,

@@ -24,14 +24,8 @@ fn parse(value: &str) -> Option<u32> {
 fn flags() -> &'static Flags {
     static FLAGS: OnceLock<Flags> = OnceLock::new();
     FLAGS.get_or_init(|| Flags {
-        info: std::env::var("LIBOMPTARGET_INFO")
-            .ok()
-            .and_then(|v| parse(&v))
-            .unwrap_or(0),
-        debug: std::env::var("LIBOMPTARGET_DEBUG")
-            .ok()
-            .and_then(|v| parse(&v))
-            .is_some_and(|v| v != 0),
+        info: std::env::var("LIBOMPTARGET_INFO").ok().and_then(|v| parse(&v)).unwrap_or(0),
+        debug: std::env::var("LIBOMPTARGET_DEBUG").ok().and_then(|v| parse(&v)).is_some_and(|v| v != 0),
     })
 }
 

@@ -37,9 +37,7 @@ pub fn classify(bytes: &[u8]) -> Option<ImageKind> {
         return Some(ImageKind::Fatbinary);
     }
     if looks_like_ptx(bytes) {
-        return Some(ImageKind::Ptx {
-            sm: ptx_target(bytes),
-        });
+        return Some(ImageKind::Ptx { sm: ptx_target(bytes) });
     }
     None
 }
@@ -54,11 +52,7 @@ pub fn cubin_sm(bytes: &[u8]) -> Option<u32> {
         return None;
     }
     let flags = u32::from_le_bytes([bytes[48], bytes[49], bytes[50], bytes[51]]);
-    let sm = if bytes[8] == ELFABIVERSION_CUDA_V1 {
-        flags & 0xff
-    } else {
-        (flags >> 8) & 0xff
-    };
+    let sm = if bytes[8] == ELFABIVERSION_CUDA_V1 { flags & 0xff } else { (flags >> 8) & 0xff };
     (sm != 0).then_some(sm)
 }
 
@@ -74,50 +68,32 @@ pub fn ptx_target(bytes: &[u8]) -> Option<u32> {
     let text = String::from_utf8_lossy(head);
     text.lines().find_map(|line| {
         let rest = line.trim().strip_prefix(".target")?;
-        rest.split(|c: char| c == ',' || c.is_whitespace())
-            .find_map(parse_arch)
+        rest.split(|c: char| c == ',' || c.is_whitespace()).find_map(parse_arch)
     })
 }
 
 /// `sm_90`, `sm_90a`, `sm_100f` -> 90, 90, 100.
 pub fn parse_arch(arch: &str) -> Option<u32> {
-    let digits: String = arch
-        .trim()
-        .strip_prefix("sm_")?
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
+    let digits: String = arch.trim().strip_prefix("sm_")?.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok().filter(|&sm| sm > 0)
 }
 
 /// Whether `bytes` holds the whole image its headers describe. The driver's loader takes no
 /// length (`cuModuleLoadDataEx`), so a truncated container must be refused before it is passed.
 pub fn is_complete(bytes: &[u8], kind: ImageKind) -> bool {
-    let u16_at = |o: usize| {
-        bytes
-            .get(o..o + 2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]) as u64)
-    };
-    let u64_at = |o: usize| {
-        bytes
-            .get(o..o + 8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-    };
+    let u16_at = |o: usize| bytes.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]) as u64);
+    let u64_at = |o: usize| bytes.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
     let len = bytes.len() as u64;
     match kind {
         ImageKind::Cubin { .. } => {
             // The section and program header tables end within the image.
-            let (Some(shoff), Some(shentsize), Some(shnum)) = (u64_at(40), u16_at(58), u16_at(60))
-            else {
+            let (Some(shoff), Some(shentsize), Some(shnum)) = (u64_at(40), u16_at(58), u16_at(60)) else {
                 return false;
             };
-            let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(32), u16_at(54), u16_at(56))
-            else {
+            let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(32), u16_at(54), u16_at(56)) else {
                 return false;
             };
-            let ends = |off: u64, size: u64, n: u64| {
-                off.checked_add(size * n).is_some_and(|end| end <= len)
-            };
+            let ends = |off: u64, size: u64, n: u64| off.checked_add(size * n).is_some_and(|end| end <= len);
             ends(shoff, shentsize, shnum) && ends(phoff, phentsize, phnum)
         }
         // Header: magic u32, version u16, header size u16, size of the rest u64.
@@ -156,21 +132,15 @@ pub fn symbols_with_prefix(bytes: &[u8], kind: ImageKind, prefix: &str) -> Vec<S
 fn elf_symbol_names(bytes: &[u8]) -> Option<Vec<String>> {
     let u16_at = |o: u64| -> Option<u64> {
         let o = usize::try_from(o).ok()?;
-        bytes
-            .get(o..o.checked_add(2)?)
-            .map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])))
+        bytes.get(o..o.checked_add(2)?).map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])))
     };
     let u32_at = |o: u64| -> Option<u64> {
         let o = usize::try_from(o).ok()?;
-        bytes
-            .get(o..o.checked_add(4)?)
-            .map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        bytes.get(o..o.checked_add(4)?).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
     };
     let u64_at = |o: u64| -> Option<u64> {
         let o = usize::try_from(o).ok()?;
-        bytes
-            .get(o..o.checked_add(8)?)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+        bytes.get(o..o.checked_add(8)?).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
     };
     const SHT_SYMTAB: u64 = 2;
     const SYM_SIZE: u64 = 24;
@@ -182,17 +152,10 @@ fn elf_symbol_names(bytes: &[u8]) -> Option<Vec<String>> {
         if u32_at(header + 4)? != SHT_SYMTAB {
             continue;
         }
-        let (offset, size, link) = (
-            u64_at(header + 24)?,
-            u64_at(header + 32)?,
-            u32_at(header + 40)?,
-        );
+        let (offset, size, link) = (u64_at(header + 24)?, u64_at(header + 32)?, u32_at(header + 40)?);
         let strings_header = section(link)?;
         let (strings, strings_size) = (u64_at(strings_header + 24)?, u64_at(strings_header + 32)?);
-        let table = bytes.get(
-            usize::try_from(strings).ok()?
-                ..usize::try_from(strings.checked_add(strings_size)?).ok()?,
-        )?;
+        let table = bytes.get(usize::try_from(strings).ok()?..usize::try_from(strings.checked_add(strings_size)?).ok()?)?;
         for s in 0..size / SYM_SIZE {
             let name = u32_at(offset + s * SYM_SIZE)? as usize;
             let tail = table.get(name..)?;
@@ -214,9 +177,7 @@ pub fn init_priority(name: &str) -> Option<u16> {
 /// points `ImageStart` at the bare cubin): its triple and `sm_XX`.
 pub fn describe(bytes: &[u8]) -> Option<(&'static str, String)> {
     match classify(bytes)? {
-        ImageKind::Cubin { sm } | ImageKind::Ptx { sm: Some(sm) } => {
-            Some((TRIPLE, format!("sm_{sm}")))
-        }
+        ImageKind::Cubin { sm } | ImageKind::Ptx { sm: Some(sm) } => Some((TRIPLE, format!("sm_{sm}"))),
         ImageKind::Ptx { sm: None } | ImageKind::Fatbinary => Some((TRIPLE, String::new())),
     }
 }
@@ -253,9 +214,7 @@ pub fn runs_on(kind: ImageKind, arch: &str, cc: ComputeCapability) -> Result<(),
             }
         }
         ImageKind::Ptx { sm } => match sm.or_else(|| parse_arch(arch)) {
-            Some(sm) if sm > cc.sm() => Err(format!(
-                "PTX for sm_{sm} needs a GPU of at least that capability, this one is {cc}"
-            )),
+            Some(sm) if sm > cc.sm() => Err(format!("PTX for sm_{sm} needs a GPU of at least that capability, this one is {cc}")),
             _ => Ok(()),
         },
         ImageKind::Fatbinary => Ok(()),
@@ -293,30 +252,18 @@ pub(crate) mod tests {
         assert_eq!(cubin_sm(&elf(190, 7, 0x0050_0550)), Some(80));
         assert_eq!(cubin_sm(&elf(62, 8, 0x5a00)), None, "x86_64 is not a cubin");
         assert_eq!(cubin_sm(b"\x7fELF"), None, "truncated");
-        assert_eq!(
-            classify(&elf(190, 8, 0x6405)),
-            Some(ImageKind::Cubin { sm: 100 })
-        );
+        assert_eq!(classify(&elf(190, 8, 0x6405)), Some(ImageKind::Cubin { sm: 100 }));
     }
 
     #[test]
     fn ptx_and_fatbinary_are_recognised() {
         let ptx = b"//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 8.8\n.target sm_90a\n.address_size 64\n";
         assert_eq!(classify(ptx), Some(ImageKind::Ptx { sm: Some(90) }));
-        assert_eq!(
-            ptx_target(b".version 7.0\n.target sm_70, debug\n"),
-            Some(70)
-        );
-        assert_eq!(
-            classify(&[0x50, 0xed, 0x55, 0xba, 1, 0, 0, 0]),
-            Some(ImageKind::Fatbinary)
-        );
+        assert_eq!(ptx_target(b".version 7.0\n.target sm_70, debug\n"), Some(70));
+        assert_eq!(classify(&[0x50, 0xed, 0x55, 0xba, 1, 0, 0, 0]), Some(ImageKind::Fatbinary));
         assert_eq!(classify(b"hello"), None);
         assert_eq!(describe(ptx), Some((TRIPLE, "sm_90".to_string())));
-        assert_eq!(
-            describe(&elf(190, 8, 0x5a04)),
-            Some((TRIPLE, "sm_90".to_string()))
-        );
+        assert_eq!(describe(&elf(190, 8, 0x5a04)), Some((TRIPLE, "sm_90".to_string())));
     }
 
     #[test]
@@ -379,26 +326,15 @@ pub(crate) mod tests {
 
     #[test]
     fn constructor_objects_are_found_by_name() {
-        let names = [
-            "__init_array_object__GLOBAL__sub_I_a_cpp_65535",
-            "counter",
-            "__init_array_object_b_101",
-            "__fini_array_object_c_7",
-        ];
+        let names = ["__init_array_object__GLOBAL__sub_I_a_cpp_65535", "counter", "__init_array_object_b_101", "__fini_array_object_c_7"];
         let cubin = elf_with_symbols(90, &names);
         let kind = classify(&cubin).unwrap();
         assert!(is_complete(&cubin, kind));
         assert_eq!(
             symbols_with_prefix(&cubin, kind, "__init_array_object_"),
-            vec![
-                "__init_array_object__GLOBAL__sub_I_a_cpp_65535".to_string(),
-                "__init_array_object_b_101".to_string()
-            ]
+            vec!["__init_array_object__GLOBAL__sub_I_a_cpp_65535".to_string(), "__init_array_object_b_101".to_string()]
         );
-        assert_eq!(
-            symbols_with_prefix(&cubin, kind, "__fini_array_object_"),
-            vec!["__fini_array_object_c_7".to_string()]
-        );
+        assert_eq!(symbols_with_prefix(&cubin, kind, "__fini_array_object_"), vec!["__fini_array_object_c_7".to_string()]);
         let ptx = b".version 8.8\n.target sm_90\n.visible .const .align 8 .u64 __init_array_object__GLOBAL__sub_I_ctor_$_cpp_4bf8_65535 = _GLOBAL__sub_I_ctor_$_cpp;\n";
         assert_eq!(
             symbols_with_prefix(ptx, classify(ptx).unwrap(), "__init_array_object_"),
@@ -432,19 +368,13 @@ pub(crate) mod tests {
         let rtx4090 = ComputeCapability { major: 8, minor: 9 };
         assert!(runs_on(ImageKind::Cubin { sm: 90 }, "sm_90", h100).is_ok());
         assert!(runs_on(ImageKind::Cubin { sm: 80 }, "sm_80", rtx4090).is_ok());
-        assert!(
-            runs_on(ImageKind::Cubin { sm: 86 }, "", a100).is_err(),
-            "minor too high"
-        );
+        assert!(runs_on(ImageKind::Cubin { sm: 86 }, "", a100).is_err(), "minor too high");
         let why = runs_on(ImageKind::Cubin { sm: 80 }, "sm_80", h100).unwrap_err();
         assert!(why.contains("sm_80") && why.contains("sm_90"), "{why}");
         assert!(runs_on(ImageKind::Cubin { sm: 90 }, "", a100).is_err());
         assert!(runs_on(ImageKind::Ptx { sm: Some(80) }, "", h100).is_ok());
         assert!(runs_on(ImageKind::Ptx { sm: Some(90) }, "", a100).is_err());
-        assert!(
-            runs_on(ImageKind::Ptx { sm: None }, "sm_90", a100).is_err(),
-            "container arch used"
-        );
+        assert!(runs_on(ImageKind::Ptx { sm: None }, "sm_90", a100).is_err(), "container arch used");
         assert!(runs_on(ImageKind::Fatbinary, "", a100).is_ok());
     }
 }

@@ -3,10 +3,7 @@
 //! and the indirect-call table in the order the device's binary search needs.
 
 use core::mem::{offset_of, size_of};
-use rustomp_abi::{
-    ConfigurationEnvironment, DeviceEnvironment, FptrMapEntry, KernelEnvironment,
-    KernelLaunchEnvironment,
-};
+use rustomp_abi::{ConfigurationEnvironment, DeviceEnvironment, FptrMapEntry, KernelEnvironment, KernelLaunchEnvironment};
 
 pub const DEVICE_ENVIRONMENT_SIZE: usize = size_of::<DeviceEnvironment>();
 pub const KERNEL_ENVIRONMENT_SIZE: usize = size_of::<KernelEnvironment>();
@@ -25,67 +22,23 @@ fn get<const N: usize>(bytes: &[u8], offset: usize) -> [u8; N] {
 /// `__omp_rtl_device_environment` as the device reads it (little-endian, 64-bit pointers).
 pub fn device_environment_bytes(env: &DeviceEnvironment) -> [u8; DEVICE_ENVIRONMENT_SIZE] {
     let mut b = [0u8; DEVICE_ENVIRONMENT_SIZE];
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, debug_kind),
-        &env.debug_kind.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, num_devices),
-        &env.num_devices.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, device_num),
-        &env.device_num.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, dynamic_mem_size),
-        &env.dynamic_mem_size.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, clock_frequency),
-        &env.clock_frequency.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, indirect_call_table),
-        &(env.indirect_call_table as u64).to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, indirect_call_table_size),
-        &env.indirect_call_table_size.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, hardware_parallelism),
-        &env.hardware_parallelism.to_le_bytes(),
-    );
+    put(&mut b, offset_of!(DeviceEnvironment, debug_kind), &env.debug_kind.to_le_bytes());
+    put(&mut b, offset_of!(DeviceEnvironment, num_devices), &env.num_devices.to_le_bytes());
+    put(&mut b, offset_of!(DeviceEnvironment, device_num), &env.device_num.to_le_bytes());
+    put(&mut b, offset_of!(DeviceEnvironment, dynamic_mem_size), &env.dynamic_mem_size.to_le_bytes());
+    put(&mut b, offset_of!(DeviceEnvironment, clock_frequency), &env.clock_frequency.to_le_bytes());
+    put(&mut b, offset_of!(DeviceEnvironment, indirect_call_table), &(env.indirect_call_table as u64).to_le_bytes());
+    put(&mut b, offset_of!(DeviceEnvironment, indirect_call_table_size), &env.indirect_call_table_size.to_le_bytes());
+    put(&mut b, offset_of!(DeviceEnvironment, hardware_parallelism), &env.hardware_parallelism.to_le_bytes());
     b
 }
 
 /// A kernel's first argument: zeroed counters and the teams-reduction buffer's address.
 pub fn launch_environment_bytes(reduction_buffer: u64) -> [u8; LAUNCH_ENVIRONMENT_SIZE] {
     let mut b = [0u8; LAUNCH_ENVIRONMENT_SIZE];
-    put(
-        &mut b,
-        offset_of!(KernelLaunchEnvironment, reduction_cnt),
-        &0u32.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(KernelLaunchEnvironment, reduction_iter_cnt),
-        &0u32.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(KernelLaunchEnvironment, reduction_buffer),
-        &reduction_buffer.to_le_bytes(),
-    );
+    put(&mut b, offset_of!(KernelLaunchEnvironment, reduction_cnt), &0u32.to_le_bytes());
+    put(&mut b, offset_of!(KernelLaunchEnvironment, reduction_iter_cnt), &0u32.to_le_bytes());
+    put(&mut b, offset_of!(KernelLaunchEnvironment, reduction_buffer), &reduction_buffer.to_le_bytes());
     b
 }
 
@@ -97,20 +50,15 @@ pub fn parse_kernel_environment(bytes: &[u8]) -> Option<ConfigurationEnvironment
     let base = offset_of!(KernelEnvironment, configuration);
     let i32_at = |field: usize| i32::from_le_bytes(get::<4>(bytes, base + field));
     Some(ConfigurationEnvironment {
-        use_generic_state_machine: bytes
-            [base + offset_of!(ConfigurationEnvironment, use_generic_state_machine)],
-        may_use_nested_parallelism: bytes
-            [base + offset_of!(ConfigurationEnvironment, may_use_nested_parallelism)],
+        use_generic_state_machine: bytes[base + offset_of!(ConfigurationEnvironment, use_generic_state_machine)],
+        may_use_nested_parallelism: bytes[base + offset_of!(ConfigurationEnvironment, may_use_nested_parallelism)],
         exec_mode: bytes[base + offset_of!(ConfigurationEnvironment, exec_mode)],
         min_threads: i32_at(offset_of!(ConfigurationEnvironment, min_threads)),
         max_threads: i32_at(offset_of!(ConfigurationEnvironment, max_threads)),
         min_teams: i32_at(offset_of!(ConfigurationEnvironment, min_teams)),
         max_teams: i32_at(offset_of!(ConfigurationEnvironment, max_teams)),
         reduction_data_size: i32_at(offset_of!(ConfigurationEnvironment, reduction_data_size)),
-        reduction_buffer_length: i32_at(offset_of!(
-            ConfigurationEnvironment,
-            reduction_buffer_length
-        )),
+        reduction_buffer_length: i32_at(offset_of!(ConfigurationEnvironment, reduction_buffer_length)),
     })
 }
 
@@ -159,18 +107,9 @@ mod tests {
         };
         let b = device_environment_bytes(&env);
         assert_eq!(b.len(), 48);
-        assert_eq!(
-            &b[0..16],
-            &[0x11, 0, 0, 0, 0x22, 0, 0, 0, 0x33, 0, 0, 0, 0x44, 0, 0, 0]
-        );
-        assert_eq!(
-            u64::from_le_bytes(b[16..24].try_into().unwrap()),
-            0x5555_0000_0000_0055
-        );
-        assert_eq!(
-            u64::from_le_bytes(b[24..32].try_into().unwrap()),
-            0x6666_0000_0066
-        );
+        assert_eq!(&b[0..16], &[0x11, 0, 0, 0, 0x22, 0, 0, 0, 0x33, 0, 0, 0, 0x44, 0, 0, 0]);
+        assert_eq!(u64::from_le_bytes(b[16..24].try_into().unwrap()), 0x5555_0000_0000_0055);
+        assert_eq!(u64::from_le_bytes(b[24..32].try_into().unwrap()), 0x6666_0000_0066);
         assert_eq!(u64::from_le_bytes(b[32..40].try_into().unwrap()), 7);
         assert_eq!(u64::from_le_bytes(b[40..48].try_into().unwrap()), 0x88);
     }
@@ -179,10 +118,7 @@ mod tests {
     fn launch_environment_has_zero_counters_and_the_buffer() {
         let b = launch_environment_bytes(0xdead_beef_0000);
         assert_eq!(&b[0..8], &[0; 8]);
-        assert_eq!(
-            u64::from_le_bytes(b[8..16].try_into().unwrap()),
-            0xdead_beef_0000
-        );
+        assert_eq!(u64::from_le_bytes(b[8..16].try_into().unwrap()), 0xdead_beef_0000);
     }
 
     #[test]
@@ -200,54 +136,26 @@ mod tests {
         b[24..28].copy_from_slice(&1024i32.to_le_bytes());
         let c = parse_kernel_environment(&b).unwrap();
         assert_eq!((c.use_generic_state_machine, c.exec_mode), (1, 2));
-        assert_eq!(
-            (c.min_threads, c.max_threads, c.min_teams, c.max_teams),
-            (1, 256, -1, -1)
-        );
-        assert_eq!(
-            (c.reduction_data_size, c.reduction_buffer_length),
-            (8, 1024)
-        );
+        assert_eq!((c.min_threads, c.max_threads, c.min_teams, c.max_teams), (1, 256, -1, -1));
+        assert_eq!((c.reduction_data_size, c.reduction_buffer_length), (8, 1024));
         assert_eq!(reduction_buffer_bytes(&c), 8192);
         assert!(parse_kernel_environment(&b[..40]).is_none());
-        let none = ConfigurationEnvironment {
-            reduction_data_size: 8,
-            reduction_buffer_length: 0,
-            ..c
-        };
+        let none = ConfigurationEnvironment { reduction_data_size: 8, reduction_buffer_length: 0, ..c };
         assert_eq!(reduction_buffer_bytes(&none), 0);
-        let negative = ConfigurationEnvironment {
-            reduction_data_size: -1,
-            ..c
-        };
+        let negative = ConfigurationEnvironment { reduction_data_size: -1, ..c };
         assert_eq!(reduction_buffer_bytes(&negative), 0);
     }
 
     #[test]
     fn table_is_sorted_deduplicated_and_flat() {
         let t = [
-            FptrMapEntry {
-                host: 30,
-                device: 3,
-            },
-            FptrMapEntry {
-                host: 10,
-                device: 1,
-            },
-            FptrMapEntry {
-                host: 20,
-                device: 2,
-            },
-            FptrMapEntry {
-                host: 10,
-                device: 1,
-            },
+            FptrMapEntry { host: 30, device: 3 },
+            FptrMapEntry { host: 10, device: 1 },
+            FptrMapEntry { host: 20, device: 2 },
+            FptrMapEntry { host: 10, device: 1 },
         ];
         let sorted = sorted_table(&t);
-        assert_eq!(
-            sorted.iter().map(|e| e.host).collect::<Vec<_>>(),
-            vec![10, 20, 30]
-        );
+        assert_eq!(sorted.iter().map(|e| e.host).collect::<Vec<_>>(), vec![10, 20, 30]);
         let b = table_bytes(&sorted);
         assert_eq!(b.len(), 48);
         assert_eq!(u64::from_le_bytes(b[0..8].try_into().unwrap()), 10);

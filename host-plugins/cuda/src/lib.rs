@@ -42,10 +42,7 @@ const NO_DEVICE: i32 = 100;
 
 /// What loading the driver found.
 enum DriverState {
-    Ready {
-        api: &'static Api,
-        devices: Vec<DeviceProps>,
-    },
+    Ready { api: &'static Api, devices: Vec<DeviceProps> },
     Unavailable(String),
 }
 
@@ -59,31 +56,18 @@ pub struct CudaPlugin {
 
 impl CudaPlugin {
     pub fn new() -> Self {
-        let library = std::env::var("RUSTOMP_CUDA_DRIVER")
-            .unwrap_or_else(|_| sys::DRIVER_LIBRARY.to_string());
-        Self {
-            library,
-            injected: None,
-            state: OnceLock::new(),
-        }
+        let library = std::env::var("RUSTOMP_CUDA_DRIVER").unwrap_or_else(|_| sys::DRIVER_LIBRARY.to_string());
+        Self { library, injected: None, state: OnceLock::new() }
     }
 
     /// A plugin that loads the driver from `library` instead.
     pub fn with_library(library: &str) -> Self {
-        Self {
-            library: library.to_string(),
-            injected: None,
-            state: OnceLock::new(),
-        }
+        Self { library: library.to_string(), injected: None, state: OnceLock::new() }
     }
 
     /// A plugin over an already resolved driver table.
     pub fn with_api(api: &'static Api) -> Self {
-        Self {
-            library: "<injected driver>".into(),
-            injected: Some(api),
-            state: OnceLock::new(),
-        }
+        Self { library: "<injected driver>".into(), injected: Some(api), state: OnceLock::new() }
     }
 
     fn state(&self) -> &DriverState {
@@ -99,10 +83,7 @@ impl CudaPlugin {
             match &state {
                 DriverState::Ready { devices, .. } => {
                     for (i, d) in devices.iter().enumerate() {
-                        diag::debug(format_args!(
-                            "CUDA device {i}: {} ({}, {} SMs)",
-                            d.name, d.capability, d.multiprocessors
-                        ));
+                        diag::debug(format_args!("CUDA device {i}: {} ({}, {} SMs)", d.name, d.capability, d.multiprocessors));
                     }
                 }
                 DriverState::Unavailable(why) => diag::debug(format_args!("{why}")),
@@ -132,27 +113,17 @@ fn initialize(api: &'static Api) -> DriverState {
         Err(e) if e.code == NO_DEVICE => {
             return DriverState::Unavailable(format!("no CUDA device: {e}"));
         }
-        Err(e) => {
-            return DriverState::Unavailable(format!("the CUDA driver does not initialize: {e}"))
-        }
+        Err(e) => return DriverState::Unavailable(format!("the CUDA driver does not initialize: {e}")),
     }
     let count = match r::device_count(api) {
         Ok(n) => n,
-        Err(e) => {
-            return DriverState::Unavailable(format!(
-                "the CUDA driver cannot count its devices: {e}"
-            ))
-        }
+        Err(e) => return DriverState::Unavailable(format!("the CUDA driver cannot count its devices: {e}")),
     };
     let mut devices = Vec::with_capacity(count);
     for ordinal in 0..count {
         match DeviceProps::query(api, ordinal) {
             Ok(props) => devices.push(props),
-            Err(e) => {
-                return DriverState::Unavailable(format!(
-                    "CUDA device {ordinal} cannot be queried: {e}"
-                ))
-            }
+            Err(e) => return DriverState::Unavailable(format!("CUDA device {ordinal} cannot be queried: {e}")),
         }
     }
     if devices.is_empty() {
@@ -182,33 +153,19 @@ impl Plugin for CudaPlugin {
         image::triple_matches(&image.triple) && image::classify(image.bytes).is_some()
     }
 
-    fn device_compatibility(
-        &self,
-        index: usize,
-        image: &ImageInfo<'_>,
-    ) -> std::result::Result<(), String> {
-        let kind = image::classify(image.bytes)
-            .ok_or_else(|| "not a CUDA cubin, PTX or fatbinary image".to_string())?;
-        let props = self
-            .devices()
-            .get(index)
-            .ok_or_else(|| format!("the cuda plugin has no device {index}"))?;
+    fn device_compatibility(&self, index: usize, image: &ImageInfo<'_>) -> std::result::Result<(), String> {
+        let kind = image::classify(image.bytes).ok_or_else(|| "not a CUDA cubin, PTX or fatbinary image".to_string())?;
+        let props = self.devices().get(index).ok_or_else(|| format!("the cuda plugin has no device {index}"))?;
         image::runs_on(kind, &image.arch, props.capability)
     }
 
     fn open_device(&self, index: usize, global: usize, total: usize) -> Result<Box<dyn Device>> {
         let DriverState::Ready { api, devices } = self.state() else {
             let why = self.unavailable_reason().unwrap_or_default();
-            return Err(OffloadError::new(
-                ErrorKind::DeviceUnavailable,
-                format!("device {global} (cuda plugin): {why}"),
-            ));
+            return Err(OffloadError::new(ErrorKind::DeviceUnavailable, format!("device {global} (cuda plugin): {why}")));
         };
         let props = devices.get(index).cloned().ok_or_else(|| {
-            OffloadError::new(
-                ErrorKind::InvalidArgument,
-                format!("device {global}: the cuda plugin has no device {index}"),
-            )
+            OffloadError::new(ErrorKind::InvalidArgument, format!("device {global}: the cuda plugin has no device {index}"))
         })?;
         let core = DeviceCore::open(api, props, index, global, total)?;
         Ok(Box::new(CudaDevice::new(core)))

@@ -42,9 +42,7 @@ type MapperFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, i64,
 /// host pointer (not in the shared `MapType` set: only this module reads it).
 const FB_NULLIFY: u64 = 0x8000;
 /// The map-type bits clang gives a by-reference capture of a lambda mapped into a region.
-const LAMBDA_CAPTURE: MapType = MapType::PTR_AND_OBJ
-    .union(MapType::LITERAL)
-    .union(MapType::IMPLICIT);
+const LAMBDA_CAPTURE: MapType = MapType::PTR_AND_OBJ.union(MapType::LITERAL).union(MapType::IMPLICIT);
 const POINTER_SIZE: usize = std::mem::size_of::<usize>();
 
 thread_local! {
@@ -82,11 +80,7 @@ impl MapList {
                     begin: *begins.add(i),
                     size: *sizes.add(i),
                     kind: MapType::from_bits_retain(*types.add(i) as u64),
-                    mapper: if mappers.is_null() {
-                        std::ptr::null_mut()
-                    } else {
-                        *mappers.add(i)
-                    },
+                    mapper: if mappers.is_null() { std::ptr::null_mut() } else { *mappers.add(i) },
                 });
             }
         }
@@ -115,12 +109,7 @@ fn expand(items: &[MapItem]) -> Vec<Step> {
     let mut steps = Vec::with_capacity(items.len());
     for (origin, item) in items.iter().enumerate() {
         if item.mapper.is_null() {
-            steps.push(Step {
-                origin,
-                list: None,
-                index: origin,
-                item: *item,
-            });
+            steps.push(Step { origin, list: None, index: origin, item: *item });
             continue;
         }
         let saved = MAPPER_COMPONENTS.with(|c| std::mem::take(&mut *c.borrow_mut()));
@@ -129,28 +118,15 @@ fn expand(items: &[MapItem]) -> Vec<Step> {
         let mapper: MapperFn = unsafe { std::mem::transmute::<*mut c_void, MapperFn>(item.mapper) };
         // SAFETY: as above; base, begin, size and type are the clause item's own.
         unsafe {
-            mapper(
-                std::ptr::null_mut(),
-                item.base,
-                item.begin,
-                item.size,
-                item.kind.bits() as i64,
-                std::ptr::null_mut(),
-            )
+            mapper(std::ptr::null_mut(), item.base, item.begin, item.size, item.kind.bits() as i64, std::ptr::null_mut())
         };
         let components = MAPPER_COMPONENTS.with(|c| std::mem::replace(&mut *c.borrow_mut(), saved));
-        debug!(
-            "mapper of item {origin} reported {} component(s)",
-            components.len()
-        );
+        debug!("mapper of item {origin} reported {} component(s)", components.len());
         steps.extend(components.into_iter().enumerate().map(|(index, c)| Step {
             origin,
             list: Some(origin),
             index,
-            item: MapItem {
-                mapper: std::ptr::null_mut(),
-                ..c
-            },
+            item: MapItem { mapper: std::ptr::null_mut(), ..c },
         }));
     }
     steps
@@ -169,10 +145,7 @@ fn pointer_item(item: &MapItem, kept: MapType) -> MapItem {
 
 /// A map clause the table cannot honour. The construct's location is added where it is reported.
 fn mapping_error(device: &DeviceState, what: String) -> OffloadError {
-    OffloadError::new(
-        ErrorKind::MappingError,
-        format!("device {}: {what}", device.id),
-    )
+    OffloadError::new(ErrorKind::MappingError, format!("device {}: {what}", device.id))
 }
 
 fn item_size(item: &MapItem) -> usize {
@@ -181,20 +154,9 @@ fn item_size(item: &MapItem) -> usize {
 
 /// Copies host → device and rewrites the attached pointers inside the range with their device
 /// values (the host copy holds host addresses there).
-fn copy_to(
-    device: &DeviceState,
-    table: &MappingTable,
-    key: usize,
-    host: usize,
-    device_address: usize,
-    size: usize,
-) -> Result<()> {
+fn copy_to(device: &DeviceState, table: &MappingTable, key: usize, host: usize, device_address: usize, size: usize) -> Result<()> {
     // SAFETY: `host` is the user's mapped object of `size` bytes; the device range lies in entry `key`.
-    unsafe {
-        device
-            .backend
-            .copy_to_device(device_address as *mut c_void, host as *const c_void, size)?
-    };
+    unsafe { device.backend.copy_to_device(device_address as *mut c_void, host as *const c_void, size)? };
     for shadow in table.shadows_within(key, host, size) {
         // SAFETY: the shadow's device address lies in entry `key` and holds a pointer.
         unsafe {
@@ -210,33 +172,14 @@ fn copy_to(
 
 /// Copies device → host, keeping the host values of the attached pointers inside the range
 /// (their device copies hold device addresses).
-fn copy_from(
-    device: &DeviceState,
-    table: &MappingTable,
-    key: usize,
-    host: usize,
-    device_address: usize,
-    size: usize,
-) -> Result<()> {
+fn copy_from(device: &DeviceState, table: &MappingTable, key: usize, host: usize, device_address: usize, size: usize) -> Result<()> {
     let shadows = table.shadows_within(key, host, size);
     // SAFETY: each shadow's host address is a pointer variable inside the user's mapped range.
-    let kept: Vec<usize> = shadows
-        .iter()
-        .map(|s| unsafe { (s.host_address as *const usize).read_unaligned() })
-        .collect();
+    let kept: Vec<usize> = shadows.iter().map(|s| unsafe { (s.host_address as *const usize).read_unaligned() }).collect();
     // SAFETY: `host` is the user's mapped object of `size` bytes; the device range lies in entry `key`.
-    unsafe {
-        device.backend.copy_from_device(
-            host as *mut c_void,
-            device_address as *const c_void,
-            size,
-        )?
-    };
+    unsafe { device.backend.copy_from_device(host as *mut c_void, device_address as *const c_void, size)? };
     for (shadow, value) in shadows.iter().zip(kept) {
-        debug!(
-            "keeping host pointer at {:#x} = {value:#x}",
-            shadow.host_address
-        );
+        debug!("keeping host pointer at {:#x} = {value:#x}", shadow.host_address);
         // SAFETY: as above.
         unsafe { (shadow.host_address as *mut usize).write_unaligned(value) };
     }
@@ -258,9 +201,7 @@ impl Entering {
         self.created.iter().any(|&(begin, _)| begin == key)
     }
     fn created_covers(&self, address: usize) -> bool {
-        self.created
-            .iter()
-            .any(|&(begin, end)| begin <= address && address < end)
+        self.created.iter().any(|&(begin, end)| begin <= address && address < end)
     }
 }
 
@@ -334,18 +275,12 @@ fn map_one(
             if size == 0 {
                 return Ok(None);
             }
-            let allocation = device
-                .backend
-                .alloc(size + padding, AllocKind::Device)
-                .map_err(|e| {
-                    OffloadError::new(
-                        e.kind,
-                        format!(
-                            "device {}: cannot map host address {begin:#x} ({size} bytes): {e}",
-                            device.id
-                        ),
-                    )
-                })? as usize;
+            let allocation = device.backend.alloc(size + padding, AllocKind::Device).map_err(|e| {
+                OffloadError::new(
+                    e.kind,
+                    format!("device {}: cannot map host address {begin:#x} ({size} bytes): {e}", device.id),
+                )
+            })? as usize;
             let device_begin = allocation + padding;
             table.insert_mapped(
                 MapEntry {
@@ -361,19 +296,13 @@ fn map_one(
                 padding,
             );
             entering.created.push((begin, begin + size));
-            info!(
-                diag::infotype::MAPPING_CHANGED,
-                device.id, "mapped host {begin:#x} -> device {device_begin:#x}, {size} bytes"
-            );
+            info!(diag::infotype::MAPPING_CHANGED, device.id, "mapped host {begin:#x} -> device {device_begin:#x}, {size} bytes");
             (begin, device_begin, true)
         }
     };
     // Members of a struct share their parent's entry: their data goes over with the entry's
     // creation, whichever item of the construct created it.
-    if item.kind.contains(MapType::TO)
-        && size > 0
-        && (created || item.kind.contains(MapType::ALWAYS))
-    {
+    if item.kind.contains(MapType::TO) && size > 0 && (created || item.kind.contains(MapType::ALWAYS)) {
         copy_to(device, table, key, begin, device_address, size)?;
     }
     Ok(Some(device_address))
@@ -384,9 +313,7 @@ fn map_one(
 fn is_partial_struct(steps: &[Step], n: usize) -> bool {
     let step = &steps[n];
     step.item.kind.member_of().is_none()
-        && steps.get(n + 1).is_some_and(|next| {
-            next.list == step.list && next.item.kind.member_of() == Some(step.index)
-        })
+        && steps.get(n + 1).is_some_and(|next| next.list == step.list && next.item.kind.member_of() == Some(step.index))
 }
 
 /// Padding that gives a struct's device copy the alignment its host copy has (up to 16 bytes),
@@ -394,56 +321,30 @@ fn is_partial_struct(steps: &[Step], n: usize) -> bool {
 fn alignment_padding(item: &MapItem) -> usize {
     const MAX_ALIGNMENT: usize = 16;
     let base = item.base as usize;
-    let alignment = if base == 0 {
-        MAX_ALIGNMENT
-    } else {
-        (1usize << base.trailing_zeros()).min(MAX_ALIGNMENT)
-    };
+    let alignment = if base == 0 { MAX_ALIGNMENT } else { (1usize << base.trailing_zeros()).min(MAX_ALIGNMENT) };
     (item.begin as usize) % alignment
 }
 
 /// Performs the attachments whose pointer or pointee this construct mapped anew.
 fn attach_all(device: &DeviceState, table: &mut MappingTable, entering: &Entering) -> Result<()> {
     for a in &entering.attachments {
-        let due = a.always
-            || entering.created_covers(a.pointee_begin)
-            || entering.created_covers(a.pointer);
+        let due = a.always || entering.created_covers(a.pointee_begin) || entering.created_covers(a.pointer);
         if !due {
             continue;
         }
-        let Some(pointee) = table.find(a.pointee_begin, 0) else {
-            continue;
-        };
+        let Some(pointee) = table.find(a.pointee_begin, 0) else { continue };
         let device_pointee_begin = pointee.device_address(a.pointee_begin);
-        let Lookup::Contained(pointer_key) =
-            table.lookup(a.pointer, a.pointer_size.max(POINTER_SIZE))
-        else {
-            continue;
-        };
+        let Lookup::Contained(pointer_key) = table.lookup(a.pointer, a.pointer_size.max(POINTER_SIZE)) else { continue };
         // SAFETY: clang's base for an attachment is the host pointer variable, which is mapped
         // (looked up just above) and so is live host memory of at least pointer size.
         let host_pointee_base = unsafe { (a.pointer as *const usize).read_unaligned() };
         // The pointer may point before the mapped section (`p` for `p[10:5]`): keep its offset.
-        let device_value =
-            device_pointee_begin.wrapping_sub(a.pointee_begin.wrapping_sub(host_pointee_base));
-        let slot = table
-            .get(pointer_key)
-            .expect("looked up")
-            .device_address(a.pointer);
-        if !table.attach(
-            pointer_key,
-            ShadowPointer {
-                host_address: a.pointer,
-                device_address: slot,
-                device_value,
-            },
-        ) {
+        let device_value = device_pointee_begin.wrapping_sub(a.pointee_begin.wrapping_sub(host_pointee_base));
+        let slot = table.get(pointer_key).expect("looked up").device_address(a.pointer);
+        if !table.attach(pointer_key, ShadowPointer { host_address: a.pointer, device_address: slot, device_value }) {
             continue; // already attached to this pointee
         }
-        debug!(
-            "attach: device pointer at {slot:#x} = {device_value:#x} (host pointer at {:#x})",
-            a.pointer
-        );
+        debug!("attach: device pointer at {slot:#x} = {device_value:#x} (host pointer at {:#x})", a.pointer);
         // SAFETY: the slot lies in the mapped device copy of the pointer variable.
         unsafe {
             device.backend.copy_to_device(
@@ -470,11 +371,7 @@ fn attach_all(device: &DeviceState, table: &mut MappingTable, entering: &Enterin
 /// `target data` / `target enter data` / the map part of a `target` construct.
 /// `return_bases` (clang's base array) receives device addresses for
 /// `use_device_ptr`/`use_device_addr` items.
-pub fn begin(
-    device: &DeviceState,
-    items: &[MapItem],
-    return_bases: Option<&mut [*mut c_void]>,
-) -> Result<()> {
+pub fn begin(device: &DeviceState, items: &[MapItem], return_bases: Option<&mut [*mut c_void]>) -> Result<()> {
     let steps = expand(items);
     let mut table = device.table();
     begin_locked(device, &mut table, &steps, return_bases)
@@ -491,9 +388,7 @@ fn begin_locked(
         let item = &step.item;
         // Private copies are made at launch; non-contiguous descriptors only mean something
         // to `target update`.
-        if item.kind.intersects(MapType::LITERAL | MapType::PRIVATE)
-            || item.kind.contains(MapType::NON_CONTIG)
-        {
+        if item.kind.intersects(MapType::LITERAL | MapType::PRIVATE) || item.kind.contains(MapType::NON_CONTIG) {
             continue;
         }
         if item.kind.contains(MapType::ATTACH) {
@@ -507,10 +402,7 @@ fn begin_locked(
         }
         let update_ref = item.kind.member_of().is_none();
         if item.kind.contains(MapType::PTR_AND_OBJ) {
-            let pointer = pointer_item(
-                item,
-                MapType::OMPX_HOLD | MapType::IMPLICIT | MapType::PRESENT,
-            );
+            let pointer = pointer_item(item, MapType::OMPX_HOLD | MapType::IMPLICIT | MapType::PRESENT);
             map_one(device, table, &pointer, update_ref, 0, &mut entering)?;
             map_one(device, table, item, true, 0, &mut entering)?;
             // For PTR_AND_OBJ clang's base is the host address of the pointer variable.
@@ -522,25 +414,15 @@ fn begin_locked(
             });
             continue;
         }
-        let padding = if is_partial_struct(steps, n) {
-            alignment_padding(item)
-        } else {
-            0
-        };
+        let padding = if is_partial_struct(steps, n) { alignment_padding(item) } else { 0 };
         let device_begin = map_one(device, table, item, update_ref, padding, &mut entering)?;
         if item.kind.contains(MapType::RETURN_PARAM) {
-            let Some(bases) = return_bases.as_deref_mut() else {
-                continue;
-            };
-            let Some(slot) = bases.get_mut(step.origin) else {
-                continue;
-            };
+            let Some(bases) = return_bases.as_deref_mut() else { continue };
+            let Some(slot) = bases.get_mut(step.origin) else { continue };
             let delta = (item.begin as usize).wrapping_sub(item.base as usize);
             *slot = match device_begin {
                 Some(address) => address.wrapping_sub(delta) as *mut c_void,
-                None if item.kind.bits() & FB_NULLIFY != 0 => {
-                    0usize.wrapping_sub(delta) as *mut c_void
-                }
+                None if item.kind.bits() & FB_NULLIFY != 0 => 0usize.wrapping_sub(delta) as *mut c_void,
                 // Not mapped: the host address stays (the user vouches it is device-accessible).
                 None => item.base,
             };
@@ -551,12 +433,7 @@ fn begin_locked(
 
 /// Removes one reference; copies back and removes the entry when due. Returns the device
 /// allocation to free, if the entry went.
-fn unmap_one(
-    device: &DeviceState,
-    table: &mut MappingTable,
-    item: &MapItem,
-    update_ref: bool,
-) -> Result<Option<usize>> {
+fn unmap_one(device: &DeviceState, table: &mut MappingTable, item: &MapItem, update_ref: bool) -> Result<Option<usize>> {
     let begin = item.begin as usize;
     let size = item_size(item);
     let key = match table.lookup(begin, size) {
@@ -577,11 +454,7 @@ fn unmap_one(
     let entry = table.get_mut(key).expect("looked up");
     let last = entry.is_last_reference(hold, force_delete);
     if !entry.infinite {
-        let counter = if hold {
-            &mut entry.hold_refs
-        } else {
-            &mut entry.dynamic_refs
-        };
+        let counter = if hold { &mut entry.hold_refs } else { &mut entry.dynamic_refs };
         if force_delete {
             *counter = 0;
         } else if update_ref {
@@ -593,10 +466,7 @@ fn unmap_one(
     let removable = !entry.infinite
         && entry.total_refs() == 0
         && (item.kind.member_of().is_none() || item.kind.contains(MapType::PTR_AND_OBJ));
-    if item.kind.contains(MapType::FROM)
-        && (last || item.kind.contains(MapType::ALWAYS))
-        && size > 0
-    {
+    if item.kind.contains(MapType::FROM) && (last || item.kind.contains(MapType::ALWAYS)) && size > 0 {
         copy_from(device, table, key, begin, device_address, size)?;
     }
     if !removable {
@@ -628,12 +498,7 @@ pub fn end(device: &DeviceState, items: &[MapItem]) -> Result<()> {
     result
 }
 
-fn end_locked(
-    device: &DeviceState,
-    table: &mut MappingTable,
-    steps: &[Step],
-    frees: &mut Vec<usize>,
-) -> Result<()> {
+fn end_locked(device: &DeviceState, table: &mut MappingTable, steps: &[Step], frees: &mut Vec<usize>) -> Result<()> {
     for step in steps.iter().rev() {
         let item = &step.item;
         let skipped = MapType::LITERAL | MapType::PRIVATE | MapType::ATTACH | MapType::NON_CONTIG;
@@ -645,10 +510,7 @@ fn end_locked(
         frees.extend(unmap_one(device, table, item, pointee_refs)?);
         if item.kind.contains(MapType::PTR_AND_OBJ) {
             // The pointer variable counted a reference on entry unless it is a member.
-            let pointer = pointer_item(
-                item,
-                MapType::OMPX_HOLD | MapType::DELETE | MapType::IMPLICIT,
-            );
+            let pointer = pointer_item(item, MapType::OMPX_HOLD | MapType::DELETE | MapType::IMPLICIT);
             frees.extend(unmap_one(device, table, &pointer, !is_member)?);
         }
     }
@@ -667,26 +529,14 @@ pub fn update(device: &DeviceState, items: &[MapItem]) -> Result<()> {
         if item.kind.contains(MapType::NON_CONTIG) {
             update_non_contiguous(device, &table, item)?;
         } else {
-            update_contiguous(
-                device,
-                &table,
-                item.kind,
-                item.begin as usize,
-                item_size(item),
-            )?;
+            update_contiguous(device, &table, item.kind, item.begin as usize, item_size(item))?;
         }
     }
     Ok(())
 }
 
 /// One contiguous piece of a `target update`: it must lie inside one mapping.
-fn update_contiguous(
-    device: &DeviceState,
-    table: &MappingTable,
-    kind: MapType,
-    host: usize,
-    size: usize,
-) -> Result<()> {
+fn update_contiguous(device: &DeviceState, table: &MappingTable, kind: MapType, host: usize, size: usize) -> Result<()> {
     let Lookup::Contained(key) = table.lookup(host, size) else {
         if kind.contains(MapType::PRESENT) {
             return Err(mapping_error(
@@ -714,9 +564,7 @@ fn update_contiguous(
 /// (clang-22's descriptor: the offset counts strides). Inner dimensions whose pieces abut are
 /// merged, so a section of whole rows is copied row by row, not element by element.
 fn non_contiguous_pieces(dims: &[NonContigDim]) -> Vec<(i64, i64)> {
-    let Some((innermost, outer)) = dims.split_last() else {
-        return Vec::new();
-    };
+    let Some((innermost, outer)) = dims.split_last() else { return Vec::new() };
     let mut inner_offset = innermost.offset * innermost.stride;
     let mut length = innermost.count * innermost.stride;
     let mut walked = outer.len();
@@ -773,16 +621,11 @@ pub fn enter_for_launch(device: &DeviceState, items: &[MapItem]) -> Result<Launc
     let steps = expand(items);
     let mut table = device.table();
     begin_locked(device, &mut table, &steps, None)?;
-    let mut arguments = LaunchArguments {
-        values: Vec::new(),
-        temporaries: Vec::new(),
-    };
+    let mut arguments = LaunchArguments { values: Vec::new(), temporaries: Vec::new() };
     let result = kernel_arguments(device, &table, items, &mut arguments);
     if result.is_err() {
         for buffer in arguments.temporaries.drain(..) {
-            device
-                .backend
-                .free(buffer as *mut c_void, AllocKind::Device)?;
+            device.backend.free(buffer as *mut c_void, AllocKind::Device)?;
         }
     }
     result.map(|()| arguments)
@@ -790,12 +633,7 @@ pub fn enter_for_launch(device: &DeviceState, items: &[MapItem]) -> Result<Launc
 
 /// The kernel's argument values for the `TARGET_PARAM` items of the clause list (mappers are
 /// not expanded: a mapped item's argument is its own device address).
-fn kernel_arguments(
-    device: &DeviceState,
-    table: &MappingTable,
-    items: &[MapItem],
-    out: &mut LaunchArguments,
-) -> Result<()> {
+fn kernel_arguments(device: &DeviceState, table: &MappingTable, items: &[MapItem], out: &mut LaunchArguments) -> Result<()> {
     let mut positions: Vec<Option<usize>> = vec![None; items.len()];
     for (i, item) in items.iter().enumerate() {
         if !item.kind.contains(MapType::TARGET_PARAM) {
@@ -819,9 +657,7 @@ fn kernel_arguments(
                 base
             };
             let device_begin = match table.lookup(begin, size) {
-                Lookup::Contained(key) | Lookup::PartialOverlap(key) => {
-                    table.get(key).expect("looked up").device_address(begin)
-                }
+                Lookup::Contained(key) | Lookup::PartialOverlap(key) => table.get(key).expect("looked up").device_address(begin),
                 // Not mapped: the pointer keeps its host value (OpenMP 5.2 firstprivate rules).
                 Lookup::Absent => begin,
             };
@@ -835,17 +671,10 @@ fn kernel_arguments(
 
 /// A private or firstprivate argument: a device buffer, initialized from the host for
 /// firstprivate, or (PRIVATE | ATTACH) holding the device address of the pointee.
-fn private_argument(
-    device: &DeviceState,
-    table: &MappingTable,
-    item: &MapItem,
-    temporaries: &mut Vec<usize>,
-) -> Result<usize> {
+fn private_argument(device: &DeviceState, table: &MappingTable, item: &MapItem, temporaries: &mut Vec<usize>) -> Result<usize> {
     let size = item_size(item);
     let attach = item.kind.contains(MapType::ATTACH);
-    let buffer = device
-        .backend
-        .alloc(size.max(POINTER_SIZE), AllocKind::Device)? as usize;
+    let buffer = device.backend.alloc(size.max(POINTER_SIZE), AllocKind::Device)? as usize;
     temporaries.push(buffer);
     if attach {
         // Corresponding-pointer initialization: base is the host pointer, begin its pointee.
@@ -854,28 +683,18 @@ fn private_argument(
         // SAFETY: clang's base for PRIVATE | ATTACH is the host pointer variable.
         let host_pointee_base = unsafe { (pointer as *const usize).read_unaligned() };
         let value = match table.find(pointee_begin, 0) {
-            Some(entry) if pointee_begin != 0 => entry
-                .device_address(pointee_begin)
-                .wrapping_sub(pointee_begin.wrapping_sub(host_pointee_base)),
+            Some(entry) if pointee_begin != 0 => {
+                entry.device_address(pointee_begin).wrapping_sub(pointee_begin.wrapping_sub(host_pointee_base))
+            }
             _ => host_pointee_base,
         };
         // SAFETY: the buffer was just allocated with at least pointer size.
-        unsafe {
-            device.backend.copy_to_device(
-                buffer as *mut c_void,
-                &value as *const usize as *const c_void,
-                POINTER_SIZE,
-            )?
-        };
+        unsafe { device.backend.copy_to_device(buffer as *mut c_void, &value as *const usize as *const c_void, POINTER_SIZE)? };
         return Ok(buffer);
     }
     if item.kind.contains(MapType::TO) && size > 0 {
         // SAFETY: the host object holds `size` bytes; the buffer was just allocated.
-        unsafe {
-            device
-                .backend
-                .copy_to_device(buffer as *mut c_void, item.begin, size)?
-        };
+        unsafe { device.backend.copy_to_device(buffer as *mut c_void, item.begin, size)? };
     }
     Ok(buffer.wrapping_add((item.base as usize).wrapping_sub(item.begin as usize)))
 }
@@ -891,30 +710,19 @@ fn fix_lambda_capture(
     positions: &[Option<usize>],
     values: &[*mut c_void],
 ) -> Result<()> {
-    let Some(parent) = item.kind.member_of() else {
-        return Ok(());
-    };
-    let (Some(Some(position)), Some(lambda)) = (positions.get(parent), items.get(parent)) else {
-        return Ok(());
-    };
+    let Some(parent) = item.kind.member_of() else { return Ok(()) };
+    let (Some(Some(position)), Some(lambda)) = (positions.get(parent), items.get(parent)) else { return Ok(()) };
     let device_lambda = values[*position] as usize;
-    let field =
-        device_lambda.wrapping_add((item.base as usize).wrapping_sub(lambda.begin as usize));
+    let field = device_lambda.wrapping_add((item.base as usize).wrapping_sub(lambda.begin as usize));
     let captured = item.begin as usize;
     let device_captured = match table.lookup(captured, item_size(item)) {
-        Lookup::Contained(key) | Lookup::PartialOverlap(key) => {
-            table.get(key).expect("looked up").device_address(captured)
-        }
+        Lookup::Contained(key) | Lookup::PartialOverlap(key) => table.get(key).expect("looked up").device_address(captured),
         Lookup::Absent => return Ok(()),
     };
     debug!("lambda capture at device {field:#x} -> {device_captured:#x}");
     // SAFETY: the field lies inside the lambda's device copy, which holds the whole object.
     unsafe {
-        device.backend.copy_to_device(
-            field as *mut c_void,
-            &device_captured as *const usize as *const c_void,
-            POINTER_SIZE,
-        )
+        device.backend.copy_to_device(field as *mut c_void, &device_captured as *const usize as *const c_void, POINTER_SIZE)
     }
 }
 
@@ -923,11 +731,7 @@ mod tests {
     use super::*;
 
     fn dim(offset: i64, count: i64, stride: i64) -> NonContigDim {
-        NonContigDim {
-            offset,
-            count,
-            stride,
-        }
+        NonContigDim { offset, count, stride }
     }
 
     #[test]

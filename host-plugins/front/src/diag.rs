@@ -26,9 +26,7 @@ pub fn init_from_env() {
     let parse = |name: &str| {
         std::env::var(name).ok().and_then(|v| {
             let v = v.trim();
-            v.parse::<i64>()
-                .ok()
-                .or_else(|| i64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+            v.parse::<i64>().ok().or_else(|| i64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
         })
     };
     if let Some(v) = parse("LIBOMPTARGET_INFO") {

@@ -37,9 +37,7 @@ pub unsafe extern "C" fn __tgt_register_lib(desc: *mut BinDesc) {
         return;
     }
     // SAFETY: guaranteed by the caller.
-    guard("__tgt_register_lib", (), || {
-        runtime::runtime().register(unsafe { &*desc })
-    })
+    guard("__tgt_register_lib", (), || runtime::runtime().register(unsafe { &*desc }))
 }
 
 /// # Safety
@@ -50,9 +48,7 @@ pub unsafe extern "C" fn __tgt_unregister_lib(desc: *mut BinDesc) {
         return;
     }
     // SAFETY: guaranteed by the caller.
-    guard("__tgt_unregister_lib", (), || {
-        runtime::runtime().unregister(unsafe { &*desc })
-    })
+    guard("__tgt_unregister_lib", (), || runtime::runtime().unregister(unsafe { &*desc }))
 }
 
 #[unsafe(no_mangle)]
@@ -70,9 +66,7 @@ pub extern "C" fn __tgt_rtl_deinit() {}
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __tgt_register_requires(flags: i64) {
-    runtime::runtime()
-        .requires
-        .fetch_or(flags as u64, std::sync::atomic::Ordering::Relaxed);
+    runtime::runtime().requires.fetch_or(flags as u64, std::sync::atomic::Ordering::Relaxed);
 }
 
 #[unsafe(no_mangle)]
@@ -82,20 +76,16 @@ pub extern "C" fn __tgt_set_info_flag(flags: u32) {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __tgt_print_device_info(device_id: i64) -> i32 {
-    guard(
-        "__tgt_print_device_info",
-        OFFLOAD_FAIL,
-        || match runtime::runtime().device(device_id.max(0) as usize) {
-            Ok(device) => {
-                println!("{}", device.backend.describe());
-                OFFLOAD_SUCCESS
-            }
-            Err(e) => {
-                diag::error(&e.to_string());
-                OFFLOAD_FAIL
-            }
-        },
-    )
+    guard("__tgt_print_device_info", OFFLOAD_FAIL, || match runtime::runtime().device(device_id.max(0) as usize) {
+        Ok(device) => {
+            println!("{}", device.backend.describe());
+            OFFLOAD_SUCCESS
+        }
+        Err(e) => {
+            diag::error(&e.to_string());
+            OFFLOAD_FAIL
+        }
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -125,9 +115,7 @@ pub unsafe extern "C" fn __tgt_target_kernel(
         return OFFLOAD_FAIL;
     }
     // SAFETY: guaranteed by the caller.
-    guard("__tgt_target_kernel", OFFLOAD_FAIL, || unsafe {
-        target::target_kernel(ident, device_id, region_id, &*args)
-    })
+    guard("__tgt_target_kernel", OFFLOAD_FAIL, || unsafe { target::target_kernel(ident, device_id, region_id, &*args) })
 }
 
 /// Kernels run to completion inside the call; `nowait` ordering comes from libomp's target task.
@@ -292,11 +280,7 @@ pub extern "C" fn __kmpc_push_target_tripcount(_device_id: i64, tripcount: u64) 
     TRIPCOUNT.with(|t| t.set(tripcount));
 }
 #[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_push_target_tripcount_mapper(
-    _ident: *mut Ident,
-    _device_id: i64,
-    tripcount: u64,
-) {
+pub extern "C" fn __kmpc_push_target_tripcount_mapper(_ident: *mut Ident, _device_id: i64, tripcount: u64) {
     TRIPCOUNT.with(|t| t.set(tripcount));
 }
 
@@ -315,14 +299,7 @@ pub unsafe extern "C" fn __tgt_target_nowait_query(handle: *mut *mut c_void) -> 
 
 /// Record-and-replay of kernels is an LLVM debugging feature this runtime does not offer.
 #[unsafe(no_mangle)]
-pub extern "C" fn __tgt_activate_record_replay(
-    _device_id: i64,
-    _memory_size: u64,
-    _addr: *mut c_void,
-    _is_record: bool,
-    _save_output: bool,
-    _reqptr: *mut u64,
-) -> i64 {
+pub extern "C" fn __tgt_activate_record_replay(_device_id: i64, _memory_size: u64, _addr: *mut c_void, _is_record: bool, _save_output: bool, _reqptr: *mut u64) -> i64 {
     diag::error("kernel record/replay (LIBOMPTARGET_RECORD) is not supported by this runtime");
     OFFLOAD_FAIL as i64
 }
@@ -347,39 +324,16 @@ pub extern "C" fn __tgt_target_kernel_replay(
 
 /// CUDA-style launches through OpenMP offload (`-fopenmp -x cuda`) are not supported.
 #[unsafe(no_mangle)]
-pub extern "C" fn llvmLaunchKernel(
-    _func: *const c_void,
-    _grid: u64,
-    _grid_z: u32,
-    _block: u64,
-    _block_z: u32,
-    _args: *mut *mut c_void,
-    _shared: usize,
-    _stream: *mut c_void,
-) -> u32 {
+pub extern "C" fn llvmLaunchKernel(_func: *const c_void, _grid: u64, _grid_z: u32, _block: u64, _block_z: u32, _args: *mut *mut c_void, _shared: usize, _stream: *mut c_void) -> u32 {
     diag::error("llvmLaunchKernel: CUDA-language kernels on the OpenMP runtime are not supported");
     1
 }
 #[unsafe(no_mangle)]
-pub extern "C" fn __llvmPushCallConfiguration(
-    _grid: u64,
-    _grid_z: u32,
-    _block: u64,
-    _block_z: u32,
-    _shared: usize,
-    _stream: *mut c_void,
-) -> u32 {
+pub extern "C" fn __llvmPushCallConfiguration(_grid: u64, _grid_z: u32, _block: u64, _block_z: u32, _shared: usize, _stream: *mut c_void) -> u32 {
     diag::error("__llvmPushCallConfiguration: CUDA-language kernels on the OpenMP runtime are not supported");
     1
 }
 #[unsafe(no_mangle)]
-pub extern "C" fn __llvmPopCallConfiguration(
-    _grid: *mut u64,
-    _grid_z: *mut u32,
-    _block: *mut u64,
-    _block_z: *mut u32,
-    _shared: *mut usize,
-    _stream: *mut *mut c_void,
-) -> u32 {
+pub extern "C" fn __llvmPopCallConfiguration(_grid: *mut u64, _grid_z: *mut u32, _block: *mut u64, _block_z: *mut u32, _shared: *mut usize, _stream: *mut *mut c_void) -> u32 {
     1
 }

@@ -12,8 +12,7 @@ mod device_number;
 use core::ffi::c_void;
 use rustomp_abi::{FptrMapEntry, KernelLaunchEnvironment};
 use rustomp_plugin::{
-    AllocKind, Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin,
-    Result, Symbol,
+    AllocKind, Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin, Result, Symbol,
 };
 use std::ffi::CString;
 use std::sync::Mutex;
@@ -71,10 +70,7 @@ impl Device for HostDevice {
         if ptr.is_null() {
             return Err(OffloadError::new(
                 ErrorKind::OutOfMemory,
-                format!(
-                    "device {} (host plugin): cannot allocate {bytes} bytes",
-                    self.global
-                ),
+                format!("device {} (host plugin): cannot allocate {bytes} bytes", self.global),
             ));
         }
         Ok(ptr)
@@ -86,32 +82,17 @@ impl Device for HostDevice {
         unsafe { libc::free(ptr) };
         Ok(())
     }
-    unsafe fn copy_to_device(
-        &self,
-        device: *mut c_void,
-        host: *const c_void,
-        bytes: usize,
-    ) -> Result<()> {
+    unsafe fn copy_to_device(&self, device: *mut c_void, host: *const c_void, bytes: usize) -> Result<()> {
         // SAFETY: the caller guarantees both ranges; they may overlap only if identical.
         unsafe { std::ptr::copy(host as *const u8, device as *mut u8, bytes) };
         Ok(())
     }
-    unsafe fn copy_from_device(
-        &self,
-        host: *mut c_void,
-        device: *const c_void,
-        bytes: usize,
-    ) -> Result<()> {
+    unsafe fn copy_from_device(&self, host: *mut c_void, device: *const c_void, bytes: usize) -> Result<()> {
         // SAFETY: as above.
         unsafe { std::ptr::copy(device as *const u8, host as *mut u8, bytes) };
         Ok(())
     }
-    unsafe fn copy_within_device(
-        &self,
-        dst: *mut c_void,
-        src: *const c_void,
-        bytes: usize,
-    ) -> Result<()> {
+    unsafe fn copy_within_device(&self, dst: *mut c_void, src: *const c_void, bytes: usize) -> Result<()> {
         // SAFETY: as above.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
         Ok(())
@@ -123,18 +104,14 @@ impl Device for HostDevice {
         true
     }
     fn describe(&self) -> String {
-        format!(
-            "device {}: host plugin device {} ({TRIPLE}, {} CPUs)",
-            self.global,
-            self.index,
-            num_cpus()
-        )
+        format!("device {}: host plugin device {} ({TRIPLE}, {} CPUs)", self.global, self.index, num_cpus())
     }
 }
 
 fn num_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
+
 
 /// A loaded x86_64 image: the `dlopen` handle and the in-memory file it was loaded from.
 ///
@@ -169,36 +146,22 @@ impl HostImage {
             )
         };
         // SAFETY: the name is a valid C string; flags are valid.
-        let fd =
-            unsafe { libc::memfd_create(c"rustomp-offload-image".as_ptr(), libc::MFD_CLOEXEC) };
+        let fd = unsafe { libc::memfd_create(c"rustomp-offload-image".as_ptr(), libc::MFD_CLOEXEC) };
         if fd < 0 {
-            return Err(fail(format!(
-                "memfd_create: {}",
-                std::io::Error::last_os_error()
-            )));
+            return Err(fail(format!("memfd_create: {}", std::io::Error::last_os_error())));
         }
         let mut written = 0;
         while written < bytes.len() {
             // SAFETY: fd is open; the range lies inside `bytes`.
-            let n = unsafe {
-                libc::write(
-                    fd,
-                    bytes[written..].as_ptr() as *const c_void,
-                    bytes.len() - written,
-                )
-            };
+            let n = unsafe { libc::write(fd, bytes[written..].as_ptr() as *const c_void, bytes.len() - written) };
             if n <= 0 {
                 // SAFETY: fd is open.
                 unsafe { libc::close(fd) };
-                return Err(fail(format!(
-                    "writing the image: {}",
-                    std::io::Error::last_os_error()
-                )));
+                return Err(fail(format!("writing the image: {}", std::io::Error::last_os_error())));
             }
             written += n as usize;
         }
-        let path =
-            CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a path we formatted");
+        let path = CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a path we formatted");
         // SAFETY: a valid path; the loader validates the ELF itself and reports errors.
         let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if handle.is_null() {
@@ -207,23 +170,12 @@ impl HostImage {
             unsafe { libc::close(fd) };
             return Err(fail(why));
         }
-        let loaded = Self {
-            handle,
-            fd,
-            path,
-            device,
-            indirect_table: Mutex::new(Vec::new()),
-        };
+        let loaded = Self { handle, fd, path, device, indirect_table: Mutex::new(Vec::new()) };
         if let Some(answer) = device_number::answer_for(device) {
             // SAFETY: the image was just loaded and none of its code runs yet; the answer has
             // omp_get_device_num's signature.
-            unsafe { device_number::rebind(handle, c"omp_get_device_num", answer) }.map_err(
-                |why| {
-                    fail(format!(
-                        "binding omp_get_device_num to device {device}: {why}"
-                    ))
-                },
-            )?;
+            unsafe { device_number::rebind(handle, c"omp_get_device_num", answer) }
+                .map_err(|why| fail(format!("binding omp_get_device_num to device {device}: {why}")))?;
         }
         Ok(loaded)
     }
@@ -236,8 +188,7 @@ impl Drop for HostImage {
         // An object the loader keeps (marked NODELETE, e.g. for C++ unique symbols) still owns
         // the name: keep its file open so the name is never reused.
         // SAFETY: a valid path; RTLD_NOLOAD only looks the object up.
-        let still_loaded =
-            unsafe { libc::dlopen(self.path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+        let still_loaded = unsafe { libc::dlopen(self.path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
         if still_loaded.is_null() {
             // SAFETY: the fd is ours and the object loaded from it is gone.
             unsafe { libc::close(self.fd) };
@@ -256,12 +207,7 @@ impl LoadedImage for HostImage {
         (!address.is_null()).then_some(Symbol { address, size: 0 })
     }
 
-    unsafe fn launch(
-        &self,
-        kernel: Symbol,
-        args: &[*mut c_void],
-        _config: &LaunchConfig,
-    ) -> Result<()> {
+    unsafe fn launch(&self, kernel: Symbol, args: &[*mut c_void], _config: &LaunchConfig) -> Result<()> {
         // Host images ignore the launch environment; give them a valid, empty one.
         let mut launch_env = KernelLaunchEnvironment {
             reduction_cnt: 0,
@@ -296,10 +242,7 @@ impl LoadedImage for HostImage {
 
     fn set_indirect_table(&self, table: &[FptrMapEntry]) -> Result<()> {
         // Host code can call host function pointers directly; keep the table for inspection.
-        *self
-            .indirect_table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = table.to_vec();
+        *self.indirect_table.lock().unwrap_or_else(|e| e.into_inner()) = table.to_vec();
         Ok(())
     }
 }

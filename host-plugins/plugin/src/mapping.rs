@@ -34,8 +34,7 @@ impl MapEntry {
     /// Device address of host address `host` relative to this entry. `host` may lie before the
     /// entry (a pointer to the base of a mapped section), hence the wrapping arithmetic.
     pub fn device_address(&self, host: usize) -> usize {
-        self.device_begin
-            .wrapping_add(host.wrapping_sub(self.host_begin))
+        self.device_begin.wrapping_add(host.wrapping_sub(self.host_begin))
     }
     /// Whether an unmap of this entry with the given counter is the one that removes it
     /// (LLVM's "is last"): the other counter is zero and this one would reach zero.
@@ -43,11 +42,7 @@ impl MapEntry {
         if self.infinite {
             return false;
         }
-        let (this, other) = if hold {
-            (self.hold_refs, self.dynamic_refs)
-        } else {
-            (self.dynamic_refs, self.hold_refs)
-        };
+        let (this, other) = if hold { (self.hold_refs, self.dynamic_refs) } else { (self.dynamic_refs, self.hold_refs) };
         other == 0 && (force_delete || this == 1)
     }
 }
@@ -122,11 +117,7 @@ impl MappingTable {
         }
         if let Some((&key, record)) = below {
             if begin < record.entry.host_end {
-                return if end <= record.entry.host_end {
-                    Lookup::Contained(key)
-                } else {
-                    Lookup::PartialOverlap(key)
-                };
+                return if end <= record.entry.host_end { Lookup::Contained(key) } else { Lookup::PartialOverlap(key) };
             }
         }
         match above {
@@ -160,15 +151,7 @@ impl MappingTable {
     /// Adds an entry created for a list item whose base address is `host_base`; its device
     /// allocation starts `padding` bytes before `entry.device_begin`.
     pub fn insert_mapped(&mut self, entry: MapEntry, host_base: usize, padding: usize) {
-        self.records.insert(
-            entry.host_begin,
-            Record {
-                entry,
-                host_base,
-                padding,
-                shadows: Vec::new(),
-            },
-        );
+        self.records.insert(entry.host_begin, Record { entry, host_base, padding, shadows: Vec::new() });
     }
 
     /// Removes an entry together with its attached pointers.
@@ -193,14 +176,8 @@ impl MappingTable {
     /// now holds `shadow.device_value`. Returns false when it already did, so the caller can
     /// skip writing it again.
     pub fn attach(&mut self, key: usize, shadow: ShadowPointer) -> bool {
-        let Some(record) = self.records.get_mut(&key) else {
-            return false;
-        };
-        match record
-            .shadows
-            .iter_mut()
-            .find(|s| s.host_address == shadow.host_address)
-        {
+        let Some(record) = self.records.get_mut(&key) else { return false };
+        match record.shadows.iter_mut().find(|s| s.host_address == shadow.host_address) {
             Some(existing) if *existing == shadow => false,
             Some(existing) => {
                 *existing = shadow;
@@ -218,11 +195,7 @@ impl MappingTable {
         let pointer = std::mem::size_of::<usize>();
         let end = begin.saturating_add(size);
         self.records.get(&key).map_or_else(Vec::new, |r| {
-            r.shadows
-                .iter()
-                .filter(|s| s.host_address >= begin && s.host_address + pointer <= end)
-                .copied()
-                .collect()
+            r.shadows.iter().filter(|s| s.host_address >= begin && s.host_address + pointer <= end).copied().collect()
         })
     }
 }
@@ -256,10 +229,7 @@ mod tests {
         assert_eq!(table.lookup(200, 100), Lookup::Absent);
         assert_eq!(table.lookup(200, 0), Lookup::Absent);
         assert_eq!(table.lookup(250, 60), Lookup::PartialOverlap(300));
-        assert_eq!(
-            table.find(310, 4).map(|e| e.device_address(310)),
-            Some(310 + 0x1000_0000)
-        );
+        assert_eq!(table.find(310, 4).map(|e| e.device_address(310)), Some(310 + 0x1000_0000));
     }
 
     #[test]
@@ -276,10 +246,7 @@ mod tests {
         let mut table = MappingTable::new();
         table.insert_mapped(entry(1240, 1400), 1000, 0);
         assert_eq!(table.lookup(1000, 0), Lookup::Contained(1240));
-        assert_eq!(
-            table.find(1000, 0).map(|e| e.device_address(1000)),
-            Some(1000 + 0x1000_0000)
-        );
+        assert_eq!(table.find(1000, 0).map(|e| e.device_address(1000)), Some(1000 + 0x1000_0000));
         assert_eq!(table.lookup(999, 0), Lookup::Absent);
         // Sized lookups never use the extended range.
         assert_eq!(table.lookup(1000, 1), Lookup::Absent);
@@ -307,20 +274,10 @@ mod tests {
     fn attached_pointers_are_recorded_once_and_go_with_their_entry() {
         let mut table = MappingTable::new();
         table.insert(entry(100, 200));
-        let shadow = ShadowPointer {
-            host_address: 108,
-            device_address: 0x1000_0000 + 108,
-            device_value: 0x5000,
-        };
+        let shadow = ShadowPointer { host_address: 108, device_address: 0x1000_0000 + 108, device_value: 0x5000 };
         assert!(table.attach(100, shadow));
         assert!(!table.attach(100, shadow));
-        assert!(table.attach(
-            100,
-            ShadowPointer {
-                device_value: 0x6000,
-                ..shadow
-            }
-        ));
+        assert!(table.attach(100, ShadowPointer { device_value: 0x6000, ..shadow }));
         assert_eq!(table.shadows_within(100, 100, 100).len(), 1);
         assert_eq!(table.shadows_within(100, 100, 8).len(), 0);
         assert_eq!(table.shadows_within(100, 108, 8)[0].device_value, 0x6000);
@@ -333,10 +290,7 @@ mod tests {
     fn removal_reports_the_padded_allocation() {
         let mut table = MappingTable::new();
         table.insert_mapped(entry(108, 200), 100, 8);
-        assert_eq!(
-            table.remove_with_allocation(108),
-            Some((entry(108, 200), 108 + 0x1000_0000 - 8))
-        );
+        assert_eq!(table.remove_with_allocation(108), Some((entry(108, 200), 108 + 0x1000_0000 - 8)));
         assert!(table.is_empty());
     }
 

@@ -35,11 +35,7 @@ impl PrimaryContext {
             r::primary_context_set_flags(api, device, CU_CTX_SCHED_BLOCKING_SYNC)?;
         }
         let handle = r::primary_context_retain(api, device)?;
-        Ok(Arc::new(Self {
-            api,
-            device,
-            handle,
-        }))
+        Ok(Arc::new(Self { api, device, handle }))
     }
 
     pub fn api(&self) -> &'static Api {
@@ -59,10 +55,7 @@ impl Drop for PrimaryContext {
         // SAFETY: retained once in `retain`; every user holds an `Arc` to us, so this is the
         // last use. A failure (driver already shut down at exit) leaves nothing to undo.
         if let Err(e) = unsafe { r::primary_context_release(self.api, self.device) } {
-            crate::diag::debug(format_args!(
-                "releasing the primary context of CUDA device {}: {e}",
-                self.device
-            ));
+            crate::diag::debug(format_args!("releasing the primary context of CUDA device {}: {e}", self.device));
         }
     }
 }
@@ -88,10 +81,7 @@ impl Stream {
     pub fn new(context: &Context) -> Result<Self, DriverError> {
         context.make_current()?;
         let handle = r::stream_create(context.api, CU_STREAM_NON_BLOCKING)?;
-        Ok(Self {
-            context: context.clone(),
-            handle,
-        })
+        Ok(Self { context: context.clone(), handle })
     }
 
     pub fn handle(&self) -> CUstream {
@@ -132,11 +122,7 @@ impl DeviceMemory {
     pub fn new(context: &Context, bytes: usize) -> Result<Self, DriverError> {
         context.make_current()?;
         let address = r::mem_alloc(context.api, bytes.max(1))?;
-        Ok(Self {
-            context: context.clone(),
-            address,
-            bytes,
-        })
+        Ok(Self { context: context.clone(), address, bytes })
     }
 
     pub fn address(&self) -> CUdeviceptr {
@@ -182,10 +168,7 @@ impl Module {
         context.make_current()?;
         // SAFETY: guaranteed by the caller; the driver copies what it needs before returning.
         let handle = unsafe { r::module_load_data(context.api, image.as_ptr() as *const c_void) }?;
-        Ok(Self {
-            context: context.clone(),
-            handle,
-        })
+        Ok(Self { context: context.clone(), handle })
     }
 
     /// A kernel by name.
