@@ -1,6 +1,7 @@
 //! `cargo xtask setup`: installs what the build needs, and only what is missing.
 //!
-//! - Debian packages for clang-22 / LLVM 22 / libomp 22 / liboffload 22;
+//! - Debian packages for clang-22 / LLVM 22 / libomp 22 / liboffload 22, and the HSA runtime
+//!   (a run-time test dependency of the AMDGPU plugin);
 //! - CUDA's `ptxas` and `nvlink` (pip package `nvidia-cuda-nvcc`, CUDA 13) in `target/tools/`;
 //! - rustup components for building the device runtime with `-Zbuild-std=core`.
 
@@ -8,13 +9,16 @@ use crate::bail;
 use crate::util::{self, at, Cmd, Context, Result};
 use std::path::{Path, PathBuf};
 
-pub const DEB_PACKAGES: [&str; 6] = [
+pub const DEB_PACKAGES: [&str; 7] = [
     "clang-22",
     "lld-22",
     "llvm-22",
     "llvm-22-dev",
     "libomp-22-dev",
     "liboffload-22",
+    // The HSA runtime the AMDGPU plugin loads at run time (never linked): the tests check that
+    // it loads and reports no GPU cleanly on a machine without /dev/kfd.
+    "libhsa-runtime64-1",
 ];
 
 pub const RUST_COMPONENTS: [&str; 3] = ["rust-src", "llvm-tools", "llvm-bitcode-linker"];

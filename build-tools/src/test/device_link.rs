@@ -39,6 +39,13 @@ pub fn run(team_shared_bytes: u64) -> Result<()> {
             }
         }
     }
+    match without_amd_gpu(&out) {
+        Ok(seen) => println!("device link: gfx90a program without an AMD GPU: {seen}"),
+        Err(e) => {
+            println!("device link: gfx90a program without an AMD GPU: FAIL: {e}");
+            failures.push("no-hsa".into());
+        }
+    }
     for opt in OPTS {
         let tag = format!("one-state-sm_90{}", opt.join(""));
         match team_state_copies(opt, &out.join(&tag), team_shared_bytes) {
@@ -57,6 +64,42 @@ pub fn run(team_shared_bytes: u64) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Without a usable HSA runtime (none installed, or no `/dev/kfd`) a gfx90a program has no
+/// device: under `mandatory` it stops with a message naming HSA and the library, under the
+/// default policy it runs on the host. Checked with the runtime made unloadable and with
+/// whatever this machine has installed.
+fn without_amd_gpu(out: &Path) -> std::result::Result<String, String> {
+    let exe = out.join("two-units-gfx90a-O2");
+    if !exe.exists() {
+        return Err(format!("{} was not built", util::show(&exe)));
+    }
+    let mut seen = Vec::new();
+    for (case, runtime) in [("no runtime", Some("/nonexistent/libhsa-runtime64.so.1")), ("installed runtime", None)] {
+        for policy in ["mandatory", "default"] {
+            let log = out.join(format!("no-hsa-{}-{policy}.log", case.replace(' ', "-")));
+            let mut env = vec![("OMP_TARGET_OFFLOAD".to_string(), policy.to_string())];
+            if let Some(path) = runtime {
+                env.push(("RUSTOMP_HSA_RUNTIME".into(), path.into()));
+            }
+            let outcome = super::run_program(&exe, &env, &log);
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let ok = match (policy, &outcome) {
+                ("mandatory", super::Outcome::Exit(code)) => *code != 0 && text.contains("HSA") && text.contains("libhsa-runtime64.so.1"),
+                ("default", super::Outcome::Exit(0)) => true,
+                _ => false,
+            };
+            if !ok {
+                return Err(format!("{case}, OMP_TARGET_OFFLOAD={policy}: {} (log {})", super::verdict(&outcome, policy == "mandatory").1, util::show(&log)));
+            }
+            if policy == "mandatory" {
+                let line = text.lines().find(|l| l.contains("HSA")).unwrap_or_default();
+                seen.push(format!("{case}: \"{}\"", line.trim()));
+            }
+        }
+    }
+    Ok(format!("mandatory stops naming HSA, default runs on the host; {}", seen.join("; ")))
 }
 
 /// Builds the generic-mode program for sm_90 with -save-temps in `dir` and returns the shared

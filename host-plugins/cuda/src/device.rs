@@ -1,22 +1,31 @@
-//! One GPU: its primary context, a pool of streams, memory and copies.
+//! One GPU as a [`Backend`] of the generic layer: its primary context, a pool of streams,
+//! memory of each kind, copies, modules and launches. Nothing here knows about OpenMP.
 //!
 //! Every operation makes the context current on the calling thread (the front calls from any
 //! host thread, e.g. libomp's hidden helpers for `nowait`), takes a stream from the pool, queues
-//! its work and waits for it before returning: the `Device` contract is synchronous. Streams
-//! are non-blocking and per operation, so host threads working on one device overlap.
+//! its work and waits for it before returning: the backend contract is synchronous. Streams are
+//! non-blocking and per operation, so host threads working on one device overlap.
 
+use crate::compat::ComputeCapability;
 use crate::driver::error::DriverError;
-use crate::driver::result as r;
-use crate::driver::safe::{Context, DeviceMemory, PrimaryContext, Stream};
-use crate::driver::sys::{device_attribute as attr, limit, Api, CUdevice, CUdeviceptr};
-use crate::geometry::DeviceGrid;
-use crate::image::ComputeCapability;
-use crate::module::CudaImage;
-use crate::{diag, layout};
+use crate::driver::result::{self as r, LaunchDims};
+use crate::driver::safe::{Context, Module, PrimaryContext, Stream};
+use crate::driver::sys::{
+    device_attribute as attr, function_attribute, limit, Api, CUdevice, CUdeviceptr, CUfunction,
+};
 use core::ffi::c_void;
-use rustomp_abi::DeviceEnvironment;
-use rustomp_plugin::{AllocKind, Device, ErrorKind, ImageInfo, LoadedImage, Result};
-use std::sync::{Arc, Mutex, MutexGuard};
+use rustomp_plugin::generic::{
+    Backend, DeviceInfo, GlobalSymbol, Initializers, KernelLaunch, Settings,
+};
+use rustomp_plugin::geometry::{GridValues, NVPTX_GRID_VALUES};
+use rustomp_plugin::image::ImageKind;
+use rustomp_plugin::{AllocKind, ErrorKind, OffloadError, Result};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+/// `CUDA_ERROR_NOT_FOUND`: a symbol the image does not have.
+const NOT_FOUND: i32 = 500;
 
 /// Facts about one GPU, read when the plugin initializes (before any context exists).
 #[derive(Debug, Clone)]
@@ -52,264 +61,331 @@ impl DeviceProps {
         })
     }
 
-    /// Warps resident on the whole GPU at once (`HardwareParallelism` of the device environment).
-    pub fn hardware_parallelism(&self) -> u64 {
-        u64::from(self.multiprocessors) * u64::from(self.max_threads_per_multiprocessor / self.warp_size.max(1))
+    /// What the generic layer needs of the GPU.
+    pub fn info(&self) -> DeviceInfo {
+        let warp_size = self.warp_size.max(1);
+        DeviceInfo {
+            name: self.name.clone(),
+            arch: self.capability.to_string(),
+            grid_values: GridValues {
+                warp_size,
+                ..NVPTX_GRID_VALUES
+            },
+            max_block_threads: self.max_block_dim_x,
+            max_grid_teams: self.max_grid_dim_x,
+            hardware_parallelism: u64::from(self.multiprocessors)
+                * u64::from(self.max_threads_per_multiprocessor / warp_size),
+            // Device time is read from the nanosecond %globaltimer, as LLVM's NVPTX plugin states.
+            clock_frequency: 1_000_000_000,
+            total_memory: self.total_memory,
+        }
     }
 }
 
-/// The device environment LLVM's plugin writes for a device (before any indirect table).
-pub fn device_environment(props: &DeviceProps, global: usize, total: usize) -> DeviceEnvironment {
-    DeviceEnvironment {
-        debug_kind: diag::env_u64("LIBOMPTARGET_DEVICE_RTL_DEBUG").unwrap_or(0) as u32,
-        num_devices: total as u32,
-        device_num: global as u32,
-        dynamic_mem_size: diag::env_u64("LIBOMPTARGET_SHARED_MEMORY_SIZE").unwrap_or(0) as u32,
-        // Device time is read from the nanosecond %globaltimer, as LLVM's NVPTX plugin states.
-        clock_frequency: 1_000_000_000,
-        indirect_call_table: 0,
-        indirect_call_table_size: 0,
-        hardware_parallelism: props.hardware_parallelism(),
-    }
+/// A driver failure as a plugin error (see [`DriverError::error`]).
+fn failed(fallback: ErrorKind) -> impl Fn(DriverError) -> OffloadError {
+    move |e| e.error(fallback)
 }
 
-/// What a device and the images loaded on it share.
-pub struct DeviceCore {
-    pub context: Context,
-    pub props: DeviceProps,
-    /// The OpenMP device number and the plugin-local index.
-    pub global: usize,
-    pub index: usize,
-    pub grid: DeviceGrid,
-    pub environment: DeviceEnvironment,
+/// A kernel of a loaded module.
+#[derive(Debug, Clone, Copy)]
+pub struct Function(CUfunction);
+
+// SAFETY: a function handle is only passed to the driver, which is thread-safe.
+unsafe impl Send for Function {}
+// SAFETY: as above.
+unsafe impl Sync for Function {}
+
+pub struct CudaDevice {
+    context: Context,
+    props: DeviceProps,
+    info: DeviceInfo,
     streams: Mutex<Vec<Stream>>,
-    /// A zeroed launch environment shared by the launches of kernels without a teams reduction
-    /// (device code only writes a launch environment's counters during a teams reduction).
-    idle_launch_environment: Mutex<Option<DeviceMemory>>,
+    /// Dynamic shared memory each function has been opted in to (by function handle); the
+    /// limit only grows, under this lock, so no launch sees it lowered under its feet.
+    dynamic_shared_limits: Mutex<HashMap<usize, u32>>,
 }
 
-impl DeviceCore {
-    pub fn open(api: &'static Api, props: DeviceProps, index: usize, global: usize, total: usize) -> Result<Arc<Self>> {
-        let fail = |what: &str, e: DriverError| e.offload(format!("device {global} (cuda plugin): {what}"), ErrorKind::DeviceUnavailable);
-        let context = PrimaryContext::retain(api, props.handle).map_err(|e| fail("cannot retain the primary context", e))?;
-        context.make_current().map_err(|e| fail("cannot make the context current", e))?;
-        for (variable, which) in [("LIBOMPTARGET_STACK_SIZE", limit::STACK_SIZE), ("LIBOMPTARGET_HEAP_SIZE", limit::MALLOC_HEAP_SIZE)] {
-            if let Some(bytes) = diag::env_u64(variable) {
-                r::context_set_limit(api, which, bytes as usize)
-                    .map_err(|e| fail(&format!("cannot apply {variable}={bytes}"), e))?;
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl CudaDevice {
+    pub fn open(api: &'static Api, props: &DeviceProps, settings: &Settings) -> Result<Self> {
+        let context = PrimaryContext::retain(api, props.handle)
+            .map_err(failed(ErrorKind::DeviceUnavailable))?;
+        context
+            .make_current()
+            .map_err(failed(ErrorKind::DeviceUnavailable))?;
+        for (variable, which, value) in [
+            (
+                "LIBOMPTARGET_STACK_SIZE",
+                limit::STACK_SIZE,
+                settings.stack_size,
+            ),
+            (
+                "LIBOMPTARGET_HEAP_SIZE",
+                limit::MALLOC_HEAP_SIZE,
+                settings.heap_size,
+            ),
+        ] {
+            if let Some(bytes) = value {
+                r::context_set_limit(api, which, bytes as usize).map_err(|e| {
+                    failed(ErrorKind::DeviceUnavailable)(e)
+                        .context(format!("cannot apply {variable}={bytes}"))
+                })?;
             }
         }
-        let env_u32 = |name| diag::env_u64(name).map_or(0, |v| v.min(u64::from(u32::MAX)) as u32);
-        let grid = DeviceGrid::nvptx(
-            props.max_block_dim_x,
-            props.max_grid_dim_x,
-            props.warp_size,
-            env_u32("OMP_NUM_TEAMS"),
-            env_u32("OMP_TEAMS_THREAD_LIMIT"),
-        );
-        let environment = device_environment(&props, global, total);
-        diag::debug(format_args!(
-            "device {global}: CUDA device {index} ({}, {}) opened, grid {grid:?}",
-            props.name, props.capability
-        ));
-        Ok(Arc::new(Self {
+        Ok(Self {
             context,
-            props,
-            global,
-            index,
-            grid,
-            environment,
+            info: props.info(),
+            props: props.clone(),
             streams: Mutex::new(Vec::new()),
-            idle_launch_environment: Mutex::new(None),
-        }))
+            dynamic_shared_limits: Mutex::new(HashMap::new()),
+        })
     }
 
-    pub fn api(&self) -> &'static Api {
+    fn api(&self) -> &'static Api {
         self.context.api()
-    }
-
-    fn stream_pool(&self) -> MutexGuard<'_, Vec<Stream>> {
-        self.streams.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `work` on a stream of the pool and waits for it (also when `work` failed halfway,
     /// so no queued copy still refers to the caller's memory when this returns).
-    pub fn with_stream<T>(
+    fn with_stream<T>(
         &self,
         work: impl FnOnce(&Stream) -> std::result::Result<T, DriverError>,
     ) -> std::result::Result<T, DriverError> {
         self.context.make_current()?;
-        let pooled = self.stream_pool().pop();
+        let pooled = locked(&self.streams).pop();
         let stream = match pooled {
             Some(s) => s,
             None => Stream::new(&self.context)?,
         };
         let result = work(&stream);
         let synchronized = stream.synchronize();
-        self.stream_pool().push(stream);
+        locked(&self.streams).push(stream);
         let value = result?;
         synchronized?;
         Ok(value)
     }
 
-    /// Copies `bytes` to device address `device`.
-    pub fn upload(&self, device: CUdeviceptr, bytes: &[u8]) -> std::result::Result<(), DriverError> {
-        if bytes.is_empty() {
-            return Ok(());
+    fn opt_in_dynamic_shared(&self, function: Function, bytes: u32) -> Result<()> {
+        // SAFETY: the function belongs to a module of this context, alive while launches are.
+        unsafe {
+            r::function_set_attribute(
+                self.api(),
+                function.0,
+                function_attribute::MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes.min(i32::MAX as u32) as i32,
+            )
         }
-        self.with_stream(|s| {
-            // SAFETY: `bytes` lives until `with_stream` synchronized; the callers pass device
-            // ranges they allocated or looked up with at least this size.
-            unsafe { r::memcpy_htod_async(self.api(), device, bytes.as_ptr() as *const c_void, bytes.len(), s.handle()) }
-        })
-    }
-
-    /// Copies from device address `device` into `out`.
-    pub fn download(&self, device: CUdeviceptr, out: &mut [u8]) -> std::result::Result<(), DriverError> {
-        if out.is_empty() {
-            return Ok(());
-        }
-        let len = out.len();
-        self.with_stream(|s| {
-            // SAFETY: `out` lives until `with_stream` synchronized; see `upload`.
-            unsafe { r::memcpy_dtoh_async(self.api(), out.as_mut_ptr() as *mut c_void, device, len, s.handle()) }
-        })
-    }
-
-    /// The shared zeroed launch environment, allocated on first use.
-    pub fn idle_launch_environment(&self) -> std::result::Result<CUdeviceptr, DriverError> {
-        let mut slot = self.idle_launch_environment.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(memory) = slot.as_ref() {
-            return Ok(memory.address());
-        }
-        let memory = DeviceMemory::new(&self.context, layout::LAUNCH_ENVIRONMENT_SIZE)?;
-        self.upload(memory.address(), &layout::launch_environment_bytes(0))?;
-        let address = memory.address();
-        *slot = Some(memory);
-        Ok(address)
-    }
-
-    /// "device N (cuda plugin)" for messages.
-    pub fn label(&self) -> String {
-        format!("device {} (cuda plugin)", self.global)
+        .map_err(failed(ErrorKind::LaunchFailed))
+        .map_err(|e| e.context(format!("cannot get {bytes} bytes of dynamic shared memory")))
     }
 }
 
-/// The `Device` the front drives.
-pub struct CudaDevice {
-    core: Arc<DeviceCore>,
-}
+impl Backend for CudaDevice {
+    type Module = Module;
+    type Function = Function;
+    const INITIALIZERS: Initializers = Initializers::ObjectArray {
+        init_kernel: "nvptx$device$init",
+        fini_kernel: "nvptx$device$fini",
+    };
 
-impl CudaDevice {
-    pub fn new(core: Arc<DeviceCore>) -> Self {
-        Self { core }
+    fn info(&self) -> &DeviceInfo {
+        &self.info
     }
-}
 
-fn kind_name(kind: AllocKind) -> &'static str {
-    match kind {
-        AllocKind::Device => "device",
-        AllocKind::Host => "pinned host",
-        AllocKind::Shared => "managed",
-    }
-}
-
-impl Device for CudaDevice {
-    fn alloc(&self, bytes: usize, kind: AllocKind) -> Result<*mut c_void> {
-        let core = &self.core;
-        let fail = |e: DriverError| {
-            e.offload(format!("{}: cannot allocate {bytes} bytes of {} memory", core.label(), kind_name(kind)), ErrorKind::OutOfMemory)
-        };
-        core.context.make_current().map_err(fail)?;
-        let api = core.api();
-        // Zero bytes still get a distinct address, as on the host plugin.
-        let bytes = bytes.max(1);
-        let ptr = match kind {
-            AllocKind::Device => r::mem_alloc(api, bytes).map(|p| p as *mut c_void),
-            AllocKind::Host => r::mem_alloc_host(api, bytes),
-            AllocKind::Shared => r::mem_alloc_managed(api, bytes).map(|p| p as *mut c_void),
+    fn alloc(&self, bytes: usize, kind: AllocKind) -> Result<u64> {
+        self.context
+            .make_current()
+            .map_err(failed(ErrorKind::OutOfMemory))?;
+        let api = self.api();
+        match kind {
+            AllocKind::Device => r::mem_alloc(api, bytes),
+            AllocKind::Host => r::mem_alloc_host(api, bytes).map(|p| p as u64),
+            AllocKind::Shared => r::mem_alloc_managed(api, bytes),
         }
-        .map_err(fail)?;
-        Ok(ptr)
+        .map_err(failed(ErrorKind::OutOfMemory))
     }
 
-    fn free(&self, ptr: *mut c_void, kind: AllocKind) -> Result<()> {
-        if ptr.is_null() {
-            return Ok(());
-        }
-        let core = &self.core;
-        let fail = |e: DriverError| {
-            e.offload(format!("{}: cannot free {} memory at {ptr:p}", core.label(), kind_name(kind)), ErrorKind::InvalidArgument)
-        };
-        core.context.make_current().map_err(fail)?;
-        // SAFETY: the front frees only what `alloc` of this device returned, with its kind, once.
+    unsafe fn free(&self, address: u64, kind: AllocKind) -> Result<()> {
+        self.context
+            .make_current()
+            .map_err(failed(ErrorKind::InvalidArgument))?;
+        // SAFETY: the caller's contract: `address` came from `alloc` with this kind, once.
         unsafe {
             match kind {
-                AllocKind::Device | AllocKind::Shared => r::mem_free(core.api(), ptr as CUdeviceptr),
-                AllocKind::Host => r::mem_free_host(core.api(), ptr),
+                AllocKind::Device | AllocKind::Shared => {
+                    r::mem_free(self.api(), address as CUdeviceptr)
+                }
+                AllocKind::Host => r::mem_free_host(self.api(), address as *mut c_void),
             }
         }
-        .map_err(fail)
+        .map_err(failed(ErrorKind::InvalidArgument))
     }
 
-    unsafe fn copy_to_device(&self, device: *mut c_void, host: *const c_void, bytes: usize) -> Result<()> {
+    unsafe fn copy_to_device(&self, device: u64, host: *const u8, bytes: usize) -> Result<()> {
+        self.with_stream(|s| {
+            // SAFETY: the caller's contract; the copy has finished when `with_stream` returns.
+            unsafe {
+                r::memcpy_htod_async(self.api(), device, host as *const c_void, bytes, s.handle())
+            }
+        })
+        .map_err(failed(ErrorKind::TransferFailed))
+    }
+
+    unsafe fn copy_from_device(&self, host: *mut u8, device: u64, bytes: usize) -> Result<()> {
+        self.with_stream(|s| {
+            // SAFETY: the caller's contract; the copy has finished when `with_stream` returns.
+            unsafe {
+                r::memcpy_dtoh_async(self.api(), host as *mut c_void, device, bytes, s.handle())
+            }
+        })
+        .map_err(failed(ErrorKind::TransferFailed))
+    }
+
+    unsafe fn copy_within_device(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
+        self.with_stream(|s| {
+            // SAFETY: the caller's contract: both ranges are this device's memory.
+            unsafe { r::memcpy_dtod_async(self.api(), dst, src, bytes, s.handle()) }
+        })
+        .map_err(failed(ErrorKind::TransferFailed))
+    }
+
+    fn load_module(&self, bytes: &[u8], kind: &ImageKind) -> Result<Module> {
+        // The driver reads PTX up to its NUL.
+        let bytes: Cow<'_, [u8]> = match kind {
+            ImageKind::Ptx { .. } if bytes.last() != Some(&0) => {
+                let mut owned = bytes.to_vec();
+                owned.push(0);
+                Cow::Owned(owned)
+            }
+            _ => Cow::Borrowed(bytes),
+        };
+        // SAFETY: the generic layer checked the kind and that the headers' extent lies within
+        // the bytes; PTX is NUL-terminated above.
+        unsafe { Module::load(&self.context, &bytes) }.map_err(failed(ErrorKind::InvalidImage))
+    }
+
+    fn global(&self, module: &Module, name: &str) -> Result<Option<GlobalSymbol>> {
+        self.context
+            .make_current()
+            .map_err(failed(ErrorKind::DeviceUnavailable))?;
+        match module.global(name) {
+            Ok((address, size)) => Ok(Some(GlobalSymbol { address, size })),
+            Err(e) if e.code == NOT_FOUND => Ok(None),
+            Err(e) => Err(failed(ErrorKind::SymbolNotFound)(e)),
+        }
+    }
+
+    fn function(&self, module: &Module, name: &str) -> Result<Option<Function>> {
+        self.context
+            .make_current()
+            .map_err(failed(ErrorKind::DeviceUnavailable))?;
+        match module.function(name) {
+            Ok(f) => Ok(Some(Function(f))),
+            Err(e) if e.code == NOT_FOUND => Ok(None),
+            Err(e) => Err(failed(ErrorKind::SymbolNotFound)(e)),
+        }
+    }
+
+    fn function_max_threads(&self, function: Function) -> Result<u32> {
+        // SAFETY: the function belongs to a module of this context, alive while it is asked.
+        let threads = unsafe {
+            r::function_attribute(
+                self.api(),
+                function.0,
+                function_attribute::MAX_THREADS_PER_BLOCK,
+            )
+        };
+        threads
+            .map(|t| t.max(1) as u32)
+            .map_err(failed(ErrorKind::LaunchFailed))
+    }
+
+    fn reserve_dynamic_shared(&self, function: Function, bytes: u32) -> Result<()> {
         if bytes == 0 {
             return Ok(());
         }
-        let core = &self.core;
-        core.with_stream(|s| {
-            // SAFETY: the trait's contract: `host` readable and `device` holding `bytes`; the
-            // copy has finished when `with_stream` returns.
-            unsafe { r::memcpy_htod_async(core.api(), device as CUdeviceptr, host, bytes, s.handle()) }
-        })
-        .map_err(|e| e.offload(format!("{}: copy of {bytes} bytes from host {host:p} to {device:p}", core.label()), ErrorKind::TransferFailed))
-    }
-
-    unsafe fn copy_from_device(&self, host: *mut c_void, device: *const c_void, bytes: usize) -> Result<()> {
-        if bytes == 0 {
-            return Ok(());
+        let mut limits = locked(&self.dynamic_shared_limits);
+        let known = limits.get(&(function.0 as usize)).copied();
+        let limit = match known {
+            Some(limit) => limit,
+            // Not asked yet: the limit without opting in is 48 KiB less the function's static
+            // shared memory. Not known: opt in below, which is harmless when already allowed.
+            // SAFETY: the function belongs to a module of this context.
+            None => unsafe {
+                r::function_attribute(
+                    self.api(),
+                    function.0,
+                    function_attribute::MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                )
+            }
+            .map_or(0, |v| v.max(0) as u32),
+        };
+        if bytes > limit {
+            self.opt_in_dynamic_shared(function, bytes)?;
         }
-        let core = &self.core;
-        core.with_stream(|s| {
-            // SAFETY: the trait's contract: `host` writable and `device` holding `bytes`; the
-            // copy has finished when `with_stream` returns.
-            unsafe { r::memcpy_dtoh_async(core.api(), host, device as CUdeviceptr, bytes, s.handle()) }
-        })
-        .map_err(|e| e.offload(format!("{}: copy of {bytes} bytes from {device:p} to host {host:p}", core.label()), ErrorKind::TransferFailed))
-    }
-
-    unsafe fn copy_within_device(&self, dst: *mut c_void, src: *const c_void, bytes: usize) -> Result<()> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        let core = &self.core;
-        core.with_stream(|s| {
-            // SAFETY: the trait's contract: both ranges are this device's memory of `bytes`.
-            unsafe { r::memcpy_dtod_async(core.api(), dst as CUdeviceptr, src as CUdeviceptr, bytes, s.handle()) }
-        })
-        .map_err(|e| e.offload(format!("{}: copy of {bytes} bytes from {src:p} to {dst:p}", core.label()), ErrorKind::TransferFailed))
-    }
-
-    fn load_image(&self, image: &ImageInfo<'_>) -> Result<Box<dyn LoadedImage>> {
-        CudaImage::load(self.core.clone(), image).map(|i| Box::new(i) as Box<dyn LoadedImage>)
-    }
-
-    fn synchronize(&self) -> Result<()> {
-        // Every operation waits for its own stream before returning: nothing is pending.
+        limits.insert(function.0 as usize, limit.max(bytes));
         Ok(())
     }
 
+    unsafe fn launch(
+        &self,
+        function: Function,
+        launch: &KernelLaunch<'_>,
+        while_running: Option<&mut dyn FnMut() -> bool>,
+    ) -> Result<()> {
+        let mut values = launch.args.to_vec();
+        let mut params: Vec<*mut c_void> = values
+            .iter_mut()
+            .map(|v| v as *mut u64 as *mut c_void)
+            .collect();
+        let dims = LaunchDims {
+            blocks: launch.blocks,
+            threads: launch.threads,
+            dynamic_shared_bytes: launch.dynamic_shared_bytes,
+        };
+        self.with_stream(|stream| {
+            // SAFETY: the function and stream belong to this device's current context; `params`
+            // holds one pointer per parameter (the caller's contract), each alive across the call.
+            unsafe {
+                r::launch_kernel(self.api(), function.0, dims, stream.handle(), &mut params)
+            }?;
+            if let Some(serve) = while_running {
+                loop {
+                    let served = serve();
+                    // SAFETY: the pooled stream of this context.
+                    if unsafe { r::stream_query(self.api(), stream.handle()) }? {
+                        break;
+                    }
+                    if !served {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+            Ok(())
+        })
+        .map_err(|e| {
+            let what = if e.call == "cuLaunchKernel" {
+                "cannot launch"
+            } else {
+                "failure while running"
+            };
+            failed(ErrorKind::LaunchFailed)(e).context(what)
+        })
+    }
+
     fn describe(&self) -> String {
-        let p = &self.core.props;
-        let version = r::driver_version(self.core.api()).map_or_else(|e| e.to_string(), |v| format!("{}.{}", v / 1000, (v % 1000) / 10));
+        let version = r::driver_version(self.api()).map_or_else(
+            |e| e.to_string(),
+            |v| format!("{}.{}", v / 1000, (v % 1000) / 10),
+        );
         format!(
-            "device {}: cuda plugin device {} ({}, {}, {} multiprocessors, {} MiB, CUDA driver {version})",
-            self.core.global,
-            self.core.index,
-            p.name,
-            p.capability,
-            p.multiprocessors,
-            p.total_memory >> 20
+            "{} multiprocessors, {} MiB, CUDA driver {version}",
+            self.props.multiprocessors,
+            self.props.total_memory >> 20
         )
     }
 }

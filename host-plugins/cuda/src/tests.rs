@@ -7,9 +7,10 @@
 use crate::driver::sys::{
     Api, CUcontext, CUdevice, CUdeviceptr, CUfunction, CUmodule, CUresult, CUstream,
 };
-use crate::CudaPlugin;
+use crate::{CudaDriver, CudaPlugin};
 use core::ffi::{c_char, c_int, c_uint, c_void};
 use rustomp_abi::{exec_mode, FptrMapEntry};
+use rustomp_plugin::layout::IndirectTable;
 use rustomp_plugin::{AllocKind, ErrorKind, ImageInfo, LaunchConfig, Plugin};
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -677,7 +678,7 @@ fn standard_module() -> ModuleSpec {
 #[test]
 fn devices_and_compatibility_come_from_the_driver() {
     let _serial = install((9, 0));
-    let plugin = CudaPlugin::with_api(api());
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
     assert!(plugin.is_compatible(&image(&cubin(90))));
     assert!(!plugin.is_compatible(&ImageInfo {
         bytes: b"\x7fELF",
@@ -699,7 +700,7 @@ fn devices_and_compatibility_come_from_the_driver() {
 fn no_gpu_and_no_driver_mean_zero_devices_with_a_reason() {
     let _serial = install((9, 0));
     with(|f| f.init_result = NO_DEVICE);
-    let plugin = CudaPlugin::with_api(api());
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
     assert_eq!(plugin.number_of_devices(), 0);
     let why = plugin.unavailable_reason().unwrap();
     assert!(
@@ -708,7 +709,7 @@ fn no_gpu_and_no_driver_mean_zero_devices_with_a_reason() {
     );
     assert!(plugin.open_device(0, 0, 1).is_err());
 
-    let absent = CudaPlugin::with_library("/nonexistent/libcuda.so.1");
+    let absent = CudaPlugin::new(CudaDriver::with_library("/nonexistent/libcuda.so.1"));
     assert_eq!(absent.number_of_devices(), 0);
     let why = absent.unavailable_reason().unwrap();
     assert!(
@@ -721,7 +722,7 @@ fn no_gpu_and_no_driver_mean_zero_devices_with_a_reason() {
 fn loading_an_image_publishes_the_device_environment_and_indirect_table() {
     let _serial = install((9, 0));
     with(|f| f.next_module = standard_module());
-    let plugin = CudaPlugin::with_api(api());
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
     let device = plugin.open_device(0, 5, 7).unwrap();
     let bytes = cubin(90);
     let loaded = device.load_image(&image(&bytes)).unwrap();
@@ -754,7 +755,9 @@ fn loading_an_image_publishes_the_device_environment_and_indirect_table() {
             device: 0xb,
         },
     ];
-    loaded.set_indirect_table(&table).unwrap();
+    loaded
+        .set_indirect_table(&IndirectTable::new(table.to_vec()))
+        .unwrap();
     let env = global_bytes("__omp_rtl_device_environment");
     let (address, size) = (u64_at(&env, 24), u64_at(&env, 32));
     assert_eq!(size, 3);
@@ -795,7 +798,7 @@ fn loading_an_image_publishes_the_device_environment_and_indirect_table() {
 fn launches_get_llvm_geometry_and_a_launch_environment() {
     let _serial = install((9, 0));
     with(|f| f.next_module = standard_module());
-    let plugin = CudaPlugin::with_api(api());
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
     let device = plugin.open_device(0, 0, 1).unwrap();
     let bytes = cubin(90);
     let loaded = device.load_image(&image(&bytes)).unwrap();
@@ -890,7 +893,7 @@ fn launches_get_llvm_geometry_and_a_launch_environment() {
 fn memory_kinds_copies_and_driver_errors() {
     let _serial = install((9, 0));
     with(|f| f.next_module = standard_module());
-    let plugin = CudaPlugin::with_api(api());
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
     let device = plugin.open_device(0, 2, 3).unwrap();
 
     let d = device.alloc(64, AllocKind::Device).unwrap();
@@ -947,8 +950,11 @@ fn memory_kinds_copies_and_driver_errors() {
     let e = unsafe { loaded.launch(spmd, &args, &Default::default()) }.unwrap_err();
     assert_eq!(e.kind, ErrorKind::LaunchFailed);
     assert!(
-        e.message.contains("failure while running kernel spmd")
-            && e.message.contains("CUDA_ERROR_ILLEGAL_ADDRESS"),
+        e.message.starts_with(
+            "device 2 (cuda plugin): kernel spmd (3200 blocks of 128 threads, SPMD mode"
+        ) && e.message.contains(
+            "failure while running: cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS"
+        ),
         "{}",
         e.message
     );
@@ -956,7 +962,8 @@ fn memory_kinds_copies_and_driver_errors() {
     // SAFETY: as above.
     let e = unsafe { loaded.launch(spmd, &args, &Default::default()) }.unwrap_err();
     assert!(
-        e.message.contains("cannot launch kernel spmd"),
+        e.message.contains("kernel spmd")
+            && e.message.contains("cannot launch: cuLaunchKernel failed"),
         "{}",
         e.message
     );
@@ -1013,9 +1020,9 @@ fn global_constructors_run_in_priority_order_at_load() {
             }],
         }
     });
-    let plugin = CudaPlugin::with_api(api());
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
     let device = plugin.open_device(0, 0, 1).unwrap();
-    let bytes = crate::image::tests::elf_with_symbols(90, &names);
+    let bytes = rustomp_plugin::image::testing::elf_with_symbols(190, 90 << 8 | 4, &names);
     let loaded = device.load_image(&image(&bytes)).unwrap();
     let launches = with(|f| f.launches.clone());
     assert_eq!(launches.len(), 1);
@@ -1053,7 +1060,7 @@ fn kernels_call_host_functions_through_the_port() {
         params: 1,
     });
     with(|f| f.next_module = module);
-    let plugin = CudaPlugin::with_api(api());
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
     let device = plugin.open_device(0, 0, 1).unwrap();
     let bytes = cubin(90);
     let loaded = device.load_image(&image(&bytes)).unwrap();

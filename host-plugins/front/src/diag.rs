@@ -3,51 +3,9 @@
 
 use rustomp_abi::Ident;
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicU32, Ordering};
 
-/// `LIBOMPTARGET_INFO` bits, LLVM's `OMP_INFOTYPE_*` values.
-pub mod infotype {
-    /// Each launch: kernel, argument count, geometry, location.
-    pub const KERNEL_ARGS: u32 = 0x1;
-    /// A map clause found its data already present.
-    pub const MAPPING_EXISTS: u32 = 0x2;
-    /// The mapping table when a device is torn down.
-    pub const DUMP_TABLE: u32 = 0x4;
-    /// An entry was created or removed.
-    pub const MAPPING_CHANGED: u32 = 0x8;
-    /// Plugin-level events: images loaded, plugins without devices and why.
-    pub const PLUGIN: u32 = 0x10;
-}
-
-static INFO: AtomicU32 = AtomicU32::new(0);
-static DEBUG: AtomicU32 = AtomicU32::new(0);
-
-pub fn init_from_env() {
-    let parse = |name: &str| {
-        std::env::var(name).ok().and_then(|v| {
-            let v = v.trim();
-            v.parse::<i64>().ok().or_else(|| i64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
-        })
-    };
-    if let Some(v) = parse("LIBOMPTARGET_INFO") {
-        INFO.store(v as u32, Ordering::Relaxed);
-    }
-    if let Some(v) = parse("LIBOMPTARGET_DEBUG") {
-        DEBUG.store(v as u32, Ordering::Relaxed);
-    }
-}
-
-pub fn set_info_flags(flags: u32) {
-    INFO.store(flags, Ordering::Relaxed);
-}
-
-pub fn info_enabled(bit: u32) -> bool {
-    INFO.load(Ordering::Relaxed) & bit != 0
-}
-
-pub fn debug_enabled() -> bool {
-    DEBUG.load(Ordering::Relaxed) != 0
-}
+// The flags and their parser are shared with the plugins (one `LIBOMPTARGET_INFO` for all).
+pub use rustomp_plugin::diag::{debug_enabled, info_enabled, infotype, init_from_env, set_info_flags};
 
 macro_rules! info {
     ($bit:expr, $device:expr, $($arg:tt)*) => {

@@ -47,7 +47,7 @@
 
 use crate::diag::{self, debug, info};
 use core::ffi::{c_char, c_void};
-use rustomp_abi::{DeviceImage, FptrMapEntry, OffloadEntry};
+use rustomp_abi::{DeviceImage, OffloadEntry};
 use rustomp_plugin::{
     AllocKind, Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin, Result, Symbol,
 };
@@ -478,7 +478,7 @@ impl LoadedImage for ExternalImage {
         Ok(())
     }
 
-    fn set_indirect_table(&self, table: &[FptrMapEntry]) -> Result<()> {
+    fn set_indirect_table(&self, table: &rustomp_plugin::layout::IndirectTable) -> Result<()> {
         if table.is_empty() {
             return Ok(());
         }

@@ -8,10 +8,9 @@
 //! device is opened, and its images loaded, on its first use.
 
 use crate::diag::{self, debug, info};
-use rustomp_abi::{
-    BinDesc, EntryFlags, FptrMapEntry, OffloadBinaryEntry, OffloadBinaryHeader,
-    OffloadBinaryStringEntry, OffloadEntry, OFFLOAD_BINARY_MAGIC,
-};
+use rustomp_abi::{BinDesc, EntryFlags, FptrMapEntry, OffloadEntry};
+use rustomp_plugin::image;
+use rustomp_plugin::layout::IndirectTable;
 use rustomp_plugin::mapping::{MapEntry, MappingTable};
 use rustomp_plugin::{
     Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin, Result, Symbol,
@@ -144,7 +143,8 @@ impl Runtime {
             Vec::new()
         } else {
             let mut built_in: Vec<Box<dyn Plugin>> = vec![
-                Box::new(rustomp_cuda_plugin::CudaPlugin::new()),
+                Box::new(rustomp_cuda_plugin::CudaPlugin::new(rustomp_cuda_plugin::CudaDriver::new())),
+                Box::new(rustomp_amdgpu_plugin::AmdgpuPlugin::new(rustomp_amdgpu_plugin::AmdgpuDriver::new())),
                 Box::new(rustomp_host_plugin::HostPlugin::new()),
             ];
             // Target RTLs found by naming convention come after ours (see `external`).
@@ -483,8 +483,7 @@ impl Runtime {
             }
         }
         drop(table);
-        indirect.sort_unstable();
-        image.set_indirect_table(&indirect)?;
+        image.set_indirect_table(&IndirectTable::new(indirect))?;
         for ctor in constructors {
             // SAFETY: constructor entries take no arguments besides the launch environment.
             unsafe { image.launch(ctor, &[], &ONE_THREAD)? };
@@ -562,95 +561,16 @@ impl RawImage {
     }
 }
 
-/// Reads an `OffloadBinary` container, or takes a bare ELF image as is.
+/// The image inside the registered program's memory: its `OffloadBinary` container read, or a
+/// bare image taken as it is (see `rustomp_plugin::image::unwrap_container`).
 fn parse_container(start: usize, end: usize) -> std::result::Result<RawImage, String> {
     if start == 0 || end <= start {
         return Err("empty image".into());
     }
-    let len = end - start;
     // SAFETY: the compiler-provided bounds enclose the image.
-    let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, len) };
-    // A bare image (clang-22 points at the image inside its container): an NVIDIA image says
-    // its triple and sm_XX itself; other ELF images their family by the machine field.
-    if let Some((triple, arch)) = rustomp_cuda_plugin::image::describe(bytes) {
-        return Ok(RawImage {
-            start,
-            len,
-            triple: triple.into(),
-            arch,
-        });
-    }
-    if bytes.starts_with(b"\x7fELF") {
-        let machine = bytes
-            .get(18..20)
-            .map_or(0, |m| u16::from_le_bytes([m[0], m[1]]));
-        let triple = match machine {
-            62 => "x86_64-pc-linux-gnu",
-            224 => "amdgcn-amd-amdhsa",
-            _ => "unknown",
-        };
-        return Ok(RawImage {
-            start,
-            len,
-            triple: triple.into(),
-            arch: String::new(),
-        });
-    }
-    let header_size = std::mem::size_of::<OffloadBinaryHeader>();
-    if len < header_size || bytes[..4] != OFFLOAD_BINARY_MAGIC {
-        return Err(format!(
-            "not an offload binary (no 0x10FF10AD magic; {len} bytes)"
-        ));
-    }
-    let read = |offset: usize, size: usize| -> std::result::Result<&[u8], String> {
-        bytes
-            .get(offset..offset.checked_add(size).ok_or("offset overflow")?)
-            .ok_or_else(|| {
-                format!("corrupted offload binary: field at {offset}+{size} beyond its {len} bytes")
-            })
-    };
-    // SAFETY: `read` checked the bounds; the structs are plain integers (read unaligned).
-    let header: OffloadBinaryHeader =
-        unsafe { std::ptr::read_unaligned(read(0, header_size)?.as_ptr() as *const _) };
-    let entry_bytes = read(
-        header.entry_offset as usize,
-        std::mem::size_of::<OffloadBinaryEntry>(),
-    )?;
-    // SAFETY: as above.
-    let entry: OffloadBinaryEntry =
-        unsafe { std::ptr::read_unaligned(entry_bytes.as_ptr() as *const _) };
-    let string_size = std::mem::size_of::<OffloadBinaryStringEntry>();
-    let c_string_at = |offset: u64| -> std::result::Result<String, String> {
-        let tail = bytes
-            .get(offset as usize..)
-            .ok_or("string offset beyond the binary")?;
-        let end = tail
-            .iter()
-            .position(|&b| b == 0)
-            .ok_or("unterminated string")?;
-        Ok(String::from_utf8_lossy(&tail[..end]).into_owned())
-    };
-    let (mut triple, mut arch) = (String::new(), String::new());
-    for i in 0..entry.num_strings as usize {
-        let at = entry.string_offset as usize + i * string_size;
-        // SAFETY: as above.
-        let pair: OffloadBinaryStringEntry =
-            unsafe { std::ptr::read_unaligned(read(at, string_size)?.as_ptr() as *const _) };
-        let key = c_string_at(pair.key_offset)?;
-        let value = c_string_at(pair.value_offset)?;
-        match key.as_str() {
-            "triple" => triple = value,
-            "arch" => arch = value,
-            _ => {}
-        }
-    }
-    let image = read(entry.image_offset as usize, entry.image_size as usize)?;
-    Ok(RawImage {
-        start: image.as_ptr() as usize,
-        len: image.len(),
-        triple,
-        arch,
-    })
+    let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, end - start) };
+    let found = image::unwrap_container(bytes)?;
+    Ok(RawImage { start: start + found.offset, len: found.len, triple: found.triple, arch: found.arch })
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ mod call;
 mod device_number;
 
 use core::ffi::c_void;
-use rustomp_abi::{FptrMapEntry, KernelLaunchEnvironment};
+use rustomp_abi::KernelLaunchEnvironment;
+use rustomp_plugin::layout::IndirectTable;
 use rustomp_plugin::{
     AllocKind, Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin, Result, Symbol,
 };
@@ -51,7 +52,7 @@ impl Plugin for HostPlugin {
     }
     fn is_compatible(&self, image: &ImageInfo<'_>) -> bool {
         let triple_ok = image.triple.starts_with("x86_64") && image.triple.contains("linux");
-        triple_ok && image.bytes.starts_with(b"\x7fELF")
+        triple_ok && rustomp_plugin::image::classify(image.bytes) == Some(rustomp_plugin::image::ImageKind::HostElf)
     }
     fn open_device(&self, index: usize, global: usize, _total: usize) -> Result<Box<dyn Device>> {
         Ok(Box::new(HostDevice { index, global }))
@@ -123,7 +124,7 @@ pub struct HostImage {
     fd: libc::c_int,
     path: CString,
     device: usize,
-    indirect_table: Mutex<Vec<FptrMapEntry>>,
+    indirect_table: Mutex<IndirectTable>,
 }
 
 // SAFETY: the handle is only used with dlsym/dlclose, which are thread-safe.
@@ -170,7 +171,7 @@ impl HostImage {
             unsafe { libc::close(fd) };
             return Err(fail(why));
         }
-        let loaded = Self { handle, fd, path, device, indirect_table: Mutex::new(Vec::new()) };
+        let loaded = Self { handle, fd, path, device, indirect_table: Mutex::new(IndirectTable::default()) };
         if let Some(answer) = device_number::answer_for(device) {
             // SAFETY: the image was just loaded and none of its code runs yet; the answer has
             // omp_get_device_num's signature.
@@ -240,9 +241,9 @@ impl LoadedImage for HostImage {
         Ok(())
     }
 
-    fn set_indirect_table(&self, table: &[FptrMapEntry]) -> Result<()> {
+    fn set_indirect_table(&self, table: &IndirectTable) -> Result<()> {
         // Host code can call host function pointers directly; keep the table for inspection.
-        *self.indirect_table.lock().unwrap_or_else(|e| e.into_inner()) = table.to_vec();
+        *self.indirect_table.lock().unwrap_or_else(|e| e.into_inner()) = table.clone();
         Ok(())
     }
 }

@@ -1,15 +1,25 @@
 //! The contract between the host runtime and its device backends, and the device-independent
 //! layer above it.
 //!
-//! A backend (`host`, `cuda`, ...) implements [`Plugin`] and [`Device`]: how to allocate, copy,
-//! load an image and launch. Everything else, the mapping table with its reference counts, the
-//! copy decisions, and the error reporting, lives once in [`mapping`] and in the front.
+//! The front drives every kind of device through [`Plugin`], [`Device`] and [`LoadedImage`].
+//! GPU backends (`cuda`, `amdgpu`) do not implement those themselves: they implement the small
+//! driver-level traits of [`generic`] (allocate, copy, load an image, look up a symbol, launch),
+//! and the generic layer owns the rest — image classification ([`image`]), environment layouts
+//! ([`layout`]), launch geometry ([`geometry`]), constructors, the indirect-call table, the
+//! host-call port, settings and messages ([`diag`]). The CPU plugin (`host`) implements the
+//! front's traits directly: it has no device environment to publish and no geometry to
+//! compute. The mapping table with its reference counts lives once in [`mapping`].
 //!
 //! Errors: every fallible call returns [`OffloadError`], which keeps a stable [`ErrorKind`] and a
 //! message naming the device, pointer or image involved. Only the front's `extern "C"` shims
 //! turn it into an integer.
 
+pub mod diag;
+pub mod generic;
+pub mod geometry;
 pub mod host_call;
+pub mod image;
+pub mod layout;
 pub mod mapping;
 
 use core::ffi::c_void;
@@ -50,6 +60,16 @@ impl OffloadError {
             kind,
             message: message.into(),
         }
+    }
+
+    /// The same error with `what` in front of its message ("device 0 (cuda plugin): ...").
+    pub fn context(self, what: impl fmt::Display) -> Self {
+        Self { kind: self.kind, message: format!("{what}: {}", self.message) }
+    }
+
+    /// The same error with another kind.
+    pub fn with_kind(self, kind: ErrorKind) -> Self {
+        Self { kind, message: self.message }
     }
 }
 
@@ -217,6 +237,6 @@ pub trait LoadedImage: Send + Sync {
         args: &[*mut c_void],
         config: &LaunchConfig,
     ) -> Result<()>;
-    /// Publishes the sorted indirect-call table to the image.
-    fn set_indirect_table(&self, table: &[rustomp_abi::FptrMapEntry]) -> Result<()>;
+    /// Publishes the indirect-call table to the image.
+    fn set_indirect_table(&self, table: &layout::IndirectTable) -> Result<()>;
 }

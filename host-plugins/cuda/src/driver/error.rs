@@ -32,8 +32,8 @@ impl std::error::Error for DriverError {}
 impl DriverError {
     /// The plugin error for this failure: the driver code decides the kind when it says
     /// something specific (out of memory, bad image, faulted kernel), `fallback` otherwise.
-    pub fn offload(&self, what: impl fmt::Display, fallback: ErrorKind) -> OffloadError {
-        OffloadError::new(kind_of(self.code).unwrap_or(fallback), format!("{what}: {self}"))
+    pub fn error(&self, fallback: ErrorKind) -> OffloadError {
+        OffloadError::new(kind_of(self.code).unwrap_or(fallback), self.to_string())
     }
 }
 
@@ -45,7 +45,9 @@ pub fn kind_of(code: CUresult) -> Option<ErrorKind> {
         // NOT_INITIALIZED, DEINITIALIZED, STUB_LIBRARY, DEVICE_UNAVAILABLE, NO_DEVICE,
         // INVALID_DEVICE, DEVICE_NOT_LICENSED, ECC_UNCORRECTABLE, NVLINK_UNCORRECTABLE,
         // SYSTEM_NOT_READY .. MPS/CDP errors, EXTERNAL_DEVICE
-        3 | 4 | 34 | 46 | 100..=102 | 214 | 220 | 802 | 803 | 805..=812 | 911 => ErrorKind::DeviceUnavailable,
+        3 | 4 | 34 | 46 | 100..=102 | 214 | 220 | 802 | 803 | 805..=812 | 911 => {
+            ErrorKind::DeviceUnavailable
+        }
         // INVALID_IMAGE, NO_BINARY_FOR_GPU, INVALID_PTX, JIT_COMPILER_NOT_FOUND,
         // UNSUPPORTED_PTX_VERSION, JIT_COMPILATION_DISABLED, INVALID_SOURCE, FILE_NOT_FOUND,
         // SHARED_OBJECT_SYMBOL_NOT_FOUND, SHARED_OBJECT_INIT_FAILED
@@ -152,14 +154,27 @@ mod tests {
             name: "CUDA_ERROR_OUT_OF_MEMORY".into(),
             description: "out of memory".into(),
         };
-        let o = e.offload("device 1: cannot allocate 64 bytes", ErrorKind::TransferFailed);
+        let o = e
+            .error(ErrorKind::TransferFailed)
+            .context("device 1: cannot allocate 64 bytes");
         assert_eq!(o.kind, ErrorKind::OutOfMemory);
         assert_eq!(
             o.message,
             "device 1: cannot allocate 64 bytes: cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)"
         );
-        let unknown = DriverError { call: "cuLaunchKernel", code: 999, name: "CUDA_ERROR_UNKNOWN".into(), description: String::new() };
-        assert_eq!(unknown.offload("x", ErrorKind::LaunchFailed).kind, ErrorKind::LaunchFailed);
-        assert_eq!(unknown.to_string(), "cuLaunchKernel failed: CUDA_ERROR_UNKNOWN");
+        let unknown = DriverError {
+            call: "cuLaunchKernel",
+            code: 999,
+            name: "CUDA_ERROR_UNKNOWN".into(),
+            description: String::new(),
+        };
+        assert_eq!(
+            unknown.error(ErrorKind::LaunchFailed).kind,
+            ErrorKind::LaunchFailed
+        );
+        assert_eq!(
+            unknown.to_string(),
+            "cuLaunchKernel failed: CUDA_ERROR_UNKNOWN"
+        );
     }
 }

@@ -35,7 +35,11 @@ impl PrimaryContext {
             r::primary_context_set_flags(api, device, CU_CTX_SCHED_BLOCKING_SYNC)?;
         }
         let handle = r::primary_context_retain(api, device)?;
-        Ok(Arc::new(Self { api, device, handle }))
+        Ok(Arc::new(Self {
+            api,
+            device,
+            handle,
+        }))
     }
 
     pub fn api(&self) -> &'static Api {
@@ -55,7 +59,13 @@ impl Drop for PrimaryContext {
         // SAFETY: retained once in `retain`; every user holds an `Arc` to us, so this is the
         // last use. A failure (driver already shut down at exit) leaves nothing to undo.
         if let Err(e) = unsafe { r::primary_context_release(self.api, self.device) } {
-            crate::diag::debug(format_args!("releasing the primary context of CUDA device {}: {e}", self.device));
+            rustomp_plugin::diag::debug(
+                "cuda",
+                format_args!(
+                    "releasing the primary context of CUDA device {}: {e}",
+                    self.device
+                ),
+            );
         }
     }
 }
@@ -63,7 +73,7 @@ impl Drop for PrimaryContext {
 /// Reports a failed release: nothing can be done about it in `Drop`, but it is traced.
 fn released(what: &str, result: Result<(), DriverError>) {
     if let Err(e) = result {
-        crate::diag::debug(format_args!("releasing {what}: {e}"));
+        rustomp_plugin::diag::debug("cuda", format_args!("releasing {what}: {e}"));
     }
 }
 
@@ -81,7 +91,10 @@ impl Stream {
     pub fn new(context: &Context) -> Result<Self, DriverError> {
         context.make_current()?;
         let handle = r::stream_create(context.api, CU_STREAM_NON_BLOCKING)?;
-        Ok(Self { context: context.clone(), handle })
+        Ok(Self {
+            context: context.clone(),
+            handle,
+        })
     }
 
     pub fn handle(&self) -> CUstream {
@@ -105,49 +118,6 @@ impl Drop for Stream {
     }
 }
 
-/// A device allocation the plugin owns (launch environments, reduction buffers, the indirect
-/// call table); user allocations are raw addresses the front frees explicitly.
-pub struct DeviceMemory {
-    context: Context,
-    address: CUdeviceptr,
-    bytes: usize,
-}
-
-// SAFETY: a device address is not host memory; it is only passed to the driver.
-unsafe impl Send for DeviceMemory {}
-// SAFETY: as above.
-unsafe impl Sync for DeviceMemory {}
-
-impl DeviceMemory {
-    pub fn new(context: &Context, bytes: usize) -> Result<Self, DriverError> {
-        context.make_current()?;
-        let address = r::mem_alloc(context.api, bytes.max(1))?;
-        Ok(Self { context: context.clone(), address, bytes })
-    }
-
-    pub fn address(&self) -> CUdeviceptr {
-        self.address
-    }
-
-    pub fn len(&self) -> usize {
-        self.bytes
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.bytes == 0
-    }
-}
-
-impl Drop for DeviceMemory {
-    fn drop(&mut self) {
-        let result = self.context.make_current().and_then(|()| {
-            // SAFETY: allocated in `new`, freed once here; nobody holds the address after us.
-            unsafe { r::mem_free(self.context.api, self.address) }
-        });
-        released("CUDA device memory", result);
-    }
-}
-
 /// A loaded image.
 pub struct Module {
     context: Context,
@@ -168,7 +138,10 @@ impl Module {
         context.make_current()?;
         // SAFETY: guaranteed by the caller; the driver copies what it needs before returning.
         let handle = unsafe { r::module_load_data(context.api, image.as_ptr() as *const c_void) }?;
-        Ok(Self { context: context.clone(), handle })
+        Ok(Self {
+            context: context.clone(),
+            handle,
+        })
     }
 
     /// A kernel by name.

@@ -1,13 +1,16 @@
-//! Launch geometry: how many blocks (teams) and threads a kernel launch gets, computed from the
-//! device's grid values, the kernel's environment and the construct's clauses the way LLVM 22's
-//! generic plugin layer does, so programs see the same team and thread counts as with LLVM.
+//! Launch geometry: how many teams (blocks, workgroups) and threads a kernel launch gets,
+//! computed from the device's grid values, the kernel's environment and the construct's clauses
+//! the way LLVM 22's generic plugin layer does, so programs see the same team and thread counts
+//! as with LLVM. Every GPU backend uses it, parameterized by its warp or wavefront size and its
+//! limits.
 //!
-//! Defaults are LLVM's `NVPTXGridValues` (`llvm/Frontend/OpenMP/OMPGridValues.h`): 128 threads
-//! per team (`GV_Default_WG_Size`), 3200 teams (`GV_Default_Num_Teams`), at most 1024 threads
-//! per team; a generic-mode kernel given a thread limit gets one more warp for its main thread.
+//! Defaults are LLVM's grid values (`llvm/Frontend/OpenMP/OMPGridValues.h`): NVPTX 128 threads
+//! per team and 3200 teams, AMDGPU 256 threads per team (its default teams come from the
+//! compute-unit count, see the AMDGPU plugin); at most 1024 threads per team; a generic-mode
+//! kernel given a thread limit gets one more warp for its main thread.
 
+use crate::LaunchConfig;
 use rustomp_abi::exec_mode;
-use rustomp_plugin::LaunchConfig;
 
 /// The device's grid values after initialization.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,9 +32,54 @@ pub struct DeviceGrid {
     pub reuse_blocks_for_high_tripcount: bool,
 }
 
+/// A target family's grid values (`GV` of `OMPGridValues.h`, the fields the launch uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GridValues {
+    pub warp_size: u32,
+    pub max_threads: u32,
+    pub default_threads: u32,
+    pub default_teams: u32,
+}
+
+/// `NVPTXGridValues`.
+pub const NVPTX_GRID_VALUES: GridValues = GridValues {
+    warp_size: 32,
+    max_threads: 1024,
+    default_threads: 128,
+    default_teams: 3200,
+};
+/// `AMDGPUGridValues64` (`AMDGPUGridValues32` differs only in the wavefront size).
+pub const AMDGPU_GRID_VALUES: GridValues = GridValues {
+    warp_size: 64,
+    max_threads: 1024,
+    default_threads: 256,
+    default_teams: 440,
+};
+
 impl DeviceGrid {
-    /// NVPTX grid values for a device with these limits; `teams_cap` / `threads_cap` are
-    /// `OMP_NUM_TEAMS` / `OMP_TEAMS_THREAD_LIMIT` when set (> 0).
+    /// The grid of a device: the family's `values` within the device's limits (most threads in
+    /// a block, most blocks in a launch), capped by `teams_cap` / `threads_cap`
+    /// (`OMP_NUM_TEAMS` / `OMP_TEAMS_THREAD_LIMIT`) when set (> 0).
+    pub fn new(
+        values: GridValues,
+        max_block_threads: u32,
+        max_grid_teams: u32,
+        teams_cap: u32,
+        threads_cap: u32,
+    ) -> Self {
+        let cap = |v: u32, c: u32| if c > 0 { v.min(c) } else { v };
+        DeviceGrid {
+            warp_size: values.warp_size.max(1),
+            max_threads: cap(max_block_threads.clamp(1, values.max_threads), threads_cap),
+            max_teams: cap(max_grid_teams.max(1), teams_cap),
+            default_threads: values.default_threads,
+            default_teams: values.default_teams,
+            min_threads_low_tripcount: 32,
+            reuse_blocks_for_high_tripcount: true,
+        }
+    }
+
+    /// NVPTX grid values for a device with these limits (see [`DeviceGrid::new`]).
     pub fn nvptx(
         max_block_dim_x: u32,
         max_grid_dim_x: u32,
@@ -39,16 +87,17 @@ impl DeviceGrid {
         teams_cap: u32,
         threads_cap: u32,
     ) -> Self {
-        let cap = |v: u32, c: u32| if c > 0 { v.min(c) } else { v };
-        DeviceGrid {
-            warp_size: warp_size.max(1),
-            max_threads: cap(max_block_dim_x.clamp(1, 1024), threads_cap),
-            max_teams: cap(max_grid_dim_x.max(1), teams_cap),
-            default_threads: 128,
-            default_teams: 3200,
-            min_threads_low_tripcount: 32,
-            reuse_blocks_for_high_tripcount: true,
-        }
+        let values = GridValues {
+            warp_size,
+            ..NVPTX_GRID_VALUES
+        };
+        Self::new(
+            values,
+            max_block_dim_x,
+            max_grid_dim_x,
+            teams_cap,
+            threads_cap,
+        )
     }
 }
 
@@ -60,7 +109,8 @@ pub struct KernelShape {
     /// `MinThreads` / `MaxThreads` of the configuration (0 or less: unset).
     pub min_threads: i32,
     pub max_threads: i32,
-    /// The compiled function's limit (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`, registers).
+    /// The compiled function's limit (registers, `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`,
+    /// the AMDGPU kernel's `max_flat_workgroup_size`).
     pub function_max_threads: u32,
 }
 
@@ -317,6 +367,28 @@ mod tests {
             g.threads * g.threads_yz[0] * g.threads_yz[1] <= 1024,
             "{g:?}"
         );
+    }
+
+    #[test]
+    fn amdgpu_grid_values() {
+        // An MI210: 104 compute units, 4 teams each by default (the AMDGPU plugin's choice).
+        let grid = DeviceGrid::new(
+            GridValues {
+                default_teams: 416,
+                ..AMDGPU_GRID_VALUES
+            },
+            1024,
+            u32::MAX,
+            0,
+            0,
+        );
+        let g = compute(&grid, &shape(GENERIC), &request(0, 0, 0));
+        assert_eq!((g.blocks, g.threads), (416, 256));
+        // The generic-mode main thread gets a whole wavefront.
+        let g = compute(&grid, &shape(GENERIC), &request(1, 64, 0));
+        assert_eq!(g.threads, 128);
+        let g = compute(&grid, &shape(SPMD), &request(0, 0, 1 << 20));
+        assert_eq!((g.blocks, g.threads), (416, 256));
     }
 
     #[test]

@@ -1,0 +1,862 @@
+//! What an offload image is, read from its bytes alone (no driver, no device): the
+//! `OffloadBinary` container clang-22 wraps images in, the ELF facts that name an image's target
+//! (class, machine, flags: `sm_XX` of a cubin, the `gfxNNNN` processor and target-id features of
+//! an AMDGPU code object), PTX text and CUDA fatbinaries, and the symbol names an ELF defines.
+//!
+//! The front uses this to describe images and pick plugins; backends use it to decide which of
+//! their devices can run an image. Every reader is bounds-checked: a malformed image yields
+//! `None` or an error naming the field, never a panic.
+
+use rustomp_abi::OFFLOAD_BINARY_MAGIC;
+
+pub const TRIPLE_X86_64: &str = "x86_64-pc-linux-gnu";
+pub const TRIPLE_NVPTX: &str = "nvptx64-nvidia-cuda";
+pub const TRIPLE_AMDGCN: &str = "amdgcn-amd-amdhsa";
+
+/// ELF machine numbers of the targets clang-22 offloads to.
+pub mod machine {
+    pub const X86_64: u16 = 62;
+    /// `EM_CUDA`.
+    pub const CUDA: u16 = 190;
+    /// `EM_AMDGPU`.
+    pub const AMDGPU: u16 = 224;
+}
+
+/// `e_ident[EI_ABIVERSION]` of the older CUDA ELF ABI: the SM number is the low byte of
+/// `e_flags`; the newer ABI (version 8) keeps it in bits 8..16.
+const ELFABIVERSION_CUDA_V1: u8 = 7;
+const FATBIN_MAGIC: [u8; 4] = [0x50, 0xed, 0x55, 0xba];
+
+/// What kind of image a byte string is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageKind {
+    /// An x86_64 ELF shared object (host offload).
+    HostElf,
+    /// A device-linked CUDA ELF for one SM (e.g. 90 for sm_90).
+    Cubin { sm: u32 },
+    /// PTX assembly; its `.target sm_XX`, when found.
+    Ptx { sm: Option<u32> },
+    /// A CUDA fatbinary container; the driver picks the member for the GPU.
+    Fatbinary,
+    /// An AMDGPU code object (HSA ELF) for one processor and its target-id features.
+    AmdgpuCodeObject { target: TargetId },
+    /// Any other 64-bit little-endian ELF, by machine number.
+    OtherElf { machine: u16 },
+}
+
+impl ImageKind {
+    /// The target triple an image of this kind is for (empty when unknown).
+    pub fn triple(&self) -> &'static str {
+        match self {
+            ImageKind::HostElf => TRIPLE_X86_64,
+            ImageKind::Cubin { .. } | ImageKind::Ptx { .. } | ImageKind::Fatbinary => TRIPLE_NVPTX,
+            ImageKind::AmdgpuCodeObject { .. } => TRIPLE_AMDGCN,
+            ImageKind::OtherElf { .. } => "",
+        }
+    }
+
+    /// The `--offload-arch` it was built for (`sm_90`, `gfx90a:xnack+`), empty when the image
+    /// does not say.
+    pub fn arch(&self) -> String {
+        match self {
+            ImageKind::Cubin { sm } | ImageKind::Ptx { sm: Some(sm) } => format!("sm_{sm}"),
+            ImageKind::AmdgpuCodeObject { target } => target.to_string(),
+            _ => String::new(),
+        }
+    }
+
+    /// "sm_90 cubin", "gfx90a code object" and the like, for messages.
+    pub fn label(&self) -> String {
+        match self {
+            ImageKind::HostElf => "x86_64 shared object".into(),
+            ImageKind::Cubin { sm } => format!("sm_{sm} cubin"),
+            ImageKind::Ptx { sm: Some(sm) } => format!("sm_{sm} PTX"),
+            ImageKind::Ptx { sm: None } => "PTX".into(),
+            ImageKind::Fatbinary => "fatbinary".into(),
+            ImageKind::AmdgpuCodeObject { target } => format!("{target} code object"),
+            ImageKind::OtherElf { machine } => format!("ELF for machine {machine}"),
+        }
+    }
+}
+
+/// The ELF header fields that identify a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElfHeader {
+    pub os_abi: u8,
+    pub abi_version: u8,
+    pub object_type: u16,
+    pub machine: u16,
+    pub flags: u32,
+}
+
+fn u16_at(bytes: &[u8], offset: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(
+        bytes.get(offset..offset.checked_add(2)?)?.try_into().ok()?,
+    ))
+}
+
+fn u32_at(bytes: &[u8], offset: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(
+        bytes.get(offset..offset.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+
+fn u64_at(bytes: &[u8], offset: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(
+        bytes.get(offset..offset.checked_add(8)?)?.try_into().ok()?,
+    ))
+}
+
+/// The header of a 64-bit little-endian ELF (every offload target's format), else `None`.
+pub fn elf_header(bytes: &[u8]) -> Option<ElfHeader> {
+    if bytes.len() < 64 || !bytes.starts_with(b"\x7fELF") || bytes[4] != 2 || bytes[5] != 1 {
+        return None;
+    }
+    Some(ElfHeader {
+        os_abi: bytes[7],
+        abi_version: bytes[8],
+        object_type: u16_at(bytes, 16)?,
+        machine: u16_at(bytes, 18)?,
+        flags: u32_at(bytes, 48)?,
+    })
+}
+
+/// Reads the kind of `bytes`, or `None` when it is no image format an offload plugin runs.
+pub fn classify(bytes: &[u8]) -> Option<ImageKind> {
+    if bytes.starts_with(b"\x7fELF") {
+        let header = elf_header(bytes)?;
+        return Some(match header.machine {
+            machine::X86_64 => ImageKind::HostElf,
+            machine::CUDA => ImageKind::Cubin {
+                sm: cubin_sm(&header)?,
+            },
+            machine::AMDGPU => ImageKind::AmdgpuCodeObject {
+                target: TargetId::from_elf_flags(header.flags)?,
+            },
+            other => ImageKind::OtherElf { machine: other },
+        });
+    }
+    if bytes.starts_with(&FATBIN_MAGIC) {
+        return Some(ImageKind::Fatbinary);
+    }
+    if looks_like_ptx(bytes) {
+        return Some(ImageKind::Ptx {
+            sm: ptx_target(bytes),
+        });
+    }
+    None
+}
+
+/// The SM number of a CUDA ELF, from its flags.
+fn cubin_sm(header: &ElfHeader) -> Option<u32> {
+    let sm = if header.abi_version == ELFABIVERSION_CUDA_V1 {
+        header.flags & 0xff
+    } else {
+        (header.flags >> 8) & 0xff
+    };
+    (sm != 0).then_some(sm)
+}
+
+fn looks_like_ptx(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(4096)];
+    let text = String::from_utf8_lossy(head);
+    text.contains(".version") && text.contains(".target")
+}
+
+/// The `sm_XX` of a PTX module's `.target` directive.
+pub fn ptx_target(bytes: &[u8]) -> Option<u32> {
+    let head = &bytes[..bytes.len().min(64 * 1024)];
+    let text = String::from_utf8_lossy(head);
+    text.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix(".target")?;
+        rest.split(|c: char| c == ',' || c.is_whitespace())
+            .find_map(parse_sm)
+    })
+}
+
+/// `sm_90`, `sm_90a`, `sm_100f` -> 90, 90, 100.
+pub fn parse_sm(arch: &str) -> Option<u32> {
+    let digits: String = arch
+        .trim()
+        .strip_prefix("sm_")?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok().filter(|&sm| sm > 0)
+}
+
+/// Whether `bytes` holds the whole image its headers describe. Drivers' loaders take no length
+/// (`cuModuleLoadDataEx`) or trust the headers, so a truncated image must be refused before.
+pub fn is_complete(bytes: &[u8], kind: &ImageKind) -> bool {
+    let len = bytes.len() as u64;
+    match kind {
+        ImageKind::Ptx { .. } => true,
+        // Header: magic u32, version u16, header size u16, size of the rest u64.
+        ImageKind::Fatbinary => match (u16_at(bytes, 6), u64_at(bytes, 8)) {
+            (Some(header), Some(rest)) => u64::from(header)
+                .checked_add(rest)
+                .is_some_and(|end| end <= len),
+            _ => false,
+        },
+        _ => {
+            // The section and program header tables end within the image.
+            let table = |offset: usize, entry_size: usize, count: usize| -> Option<bool> {
+                let (at, size, n) = (
+                    u64_at(bytes, offset)?,
+                    u16_at(bytes, entry_size)?,
+                    u16_at(bytes, count)?,
+                );
+                Some(
+                    at.checked_add(u64::from(size) * u64::from(n))
+                        .is_some_and(|end| end <= len),
+                )
+            };
+            table(40, 58, 60) == Some(true) && table(32, 54, 56) == Some(true)
+        }
+    }
+}
+
+/// Names of the symbols an image defines that start with `prefix`: from the ELF symbol tables
+/// of an ELF image, from the identifiers of PTX text (fatbinaries: none). Drivers cannot list
+/// globals, and clang-22 names each device constructor (destructor) pointer
+/// `__init_array_object_<...>_<priority>` (`__fini_array_object_...`).
+pub fn symbols_with_prefix(bytes: &[u8], kind: &ImageKind, prefix: &str) -> Vec<String> {
+    let mut names = match kind {
+        ImageKind::Ptx { .. } => {
+            let text = String::from_utf8_lossy(bytes);
+            let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '.';
+            text.match_indices(prefix)
+                .filter(|(at, _)| !text[..*at].ends_with(is_ident))
+                .map(|(at, _)| text[at..].chars().take_while(|&c| is_ident(c)).collect())
+                .collect()
+        }
+        ImageKind::Fatbinary => Vec::new(),
+        _ => elf_symbol_names(bytes).unwrap_or_default(),
+    };
+    names.retain(|n| n.starts_with(prefix));
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Every symbol name of a 64-bit little-endian ELF (`None` when the tables are malformed).
+fn elf_symbol_names(bytes: &[u8]) -> Option<Vec<String>> {
+    const SHT_SYMTAB: u32 = 2;
+    const SYM_SIZE: usize = 24;
+    let at = |o: u64| usize::try_from(o).ok();
+    let (shoff, shentsize, shnum) = (
+        u64_at(bytes, 40)?,
+        u64::from(u16_at(bytes, 58)?),
+        u16_at(bytes, 60)?,
+    );
+    let section = |i: u64| at(shoff.checked_add(i.checked_mul(shentsize)?)?);
+    let mut names = Vec::new();
+    for i in 0..u64::from(shnum) {
+        let header = section(i)?;
+        if u32_at(bytes, header.checked_add(4)?)? != SHT_SYMTAB {
+            continue;
+        }
+        let offset = at(u64_at(bytes, header.checked_add(24)?)?)?;
+        let size = at(u64_at(bytes, header.checked_add(32)?)?)?;
+        let strings_header = section(u64::from(u32_at(bytes, header.checked_add(40)?)?))?;
+        let strings = at(u64_at(bytes, strings_header.checked_add(24)?)?)?;
+        let strings_size = at(u64_at(bytes, strings_header.checked_add(32)?)?)?;
+        let table = bytes.get(strings..strings.checked_add(strings_size)?)?;
+        for s in 0..size / SYM_SIZE {
+            let name = u32_at(bytes, offset.checked_add(s * SYM_SIZE)?)? as usize;
+            let tail = table.get(name..)?;
+            let end = tail.iter().position(|&b| b == 0)?;
+            if end > 0 {
+                names.push(String::from_utf8_lossy(&tail[..end]).into_owned());
+            }
+        }
+    }
+    Some(names)
+}
+
+/// The priority suffix of a constructor or destructor object name (`..._65535` -> 65535).
+pub fn init_priority(name: &str) -> Option<u16> {
+    name.rsplit('_').next()?.parse().ok()
+}
+
+/// A target-id feature's setting (`xnack`, `sramecc`): absent (the processor lacks it), any
+/// (the image runs either way), or required on or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeatureSetting {
+    Unsupported,
+    Any,
+    Off,
+    On,
+}
+
+/// An AMDGPU target id: `gfx90a`, `gfx90a:xnack+`, `gfx942:sramecc+:xnack-`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetId {
+    pub processor: String,
+    pub xnack: FeatureSetting,
+    pub sramecc: FeatureSetting,
+}
+
+/// `EF_AMDGPU_MACH` values of the processors clang-22 targets (ELF.h), by name.
+const AMDGPU_PROCESSORS: &[(u32, &str)] = &[
+    (0x02c, "gfx900"),
+    (0x02d, "gfx902"),
+    (0x02e, "gfx904"),
+    (0x02f, "gfx906"),
+    (0x030, "gfx908"),
+    (0x031, "gfx909"),
+    (0x032, "gfx90c"),
+    (0x033, "gfx1010"),
+    (0x034, "gfx1011"),
+    (0x035, "gfx1012"),
+    (0x036, "gfx1030"),
+    (0x037, "gfx1031"),
+    (0x038, "gfx1032"),
+    (0x039, "gfx1033"),
+    (0x03d, "gfx1035"),
+    (0x03e, "gfx1034"),
+    (0x03f, "gfx90a"),
+    (0x041, "gfx1100"),
+    (0x042, "gfx1013"),
+    (0x043, "gfx1150"),
+    (0x044, "gfx1103"),
+    (0x045, "gfx1036"),
+    (0x046, "gfx1101"),
+    (0x047, "gfx1102"),
+    (0x048, "gfx1200"),
+    (0x049, "gfx1250"),
+    (0x04a, "gfx1151"),
+    (0x04c, "gfx942"),
+    (0x04e, "gfx1201"),
+    (0x04f, "gfx950"),
+    (0x051, "gfx9-generic"),
+    (0x052, "gfx10-1-generic"),
+    (0x053, "gfx10-3-generic"),
+    (0x054, "gfx11-generic"),
+    (0x055, "gfx1152"),
+    (0x058, "gfx1153"),
+    (0x059, "gfx12-generic"),
+    (0x05a, "gfx1251"),
+    (0x05f, "gfx9-4-generic"),
+];
+const EF_AMDGPU_MACH: u32 = 0xff;
+const EF_AMDGPU_FEATURE_XNACK_V4: u32 = 0x300;
+const EF_AMDGPU_FEATURE_SRAMECC_V4: u32 = 0xc00;
+
+impl TargetId {
+    /// The target of an AMDGPU code object (v4 and later) from its `e_flags`.
+    pub fn from_elf_flags(flags: u32) -> Option<Self> {
+        let mach = flags & EF_AMDGPU_MACH;
+        let processor = AMDGPU_PROCESSORS
+            .iter()
+            .find(|(m, _)| *m == mach)
+            .map_or_else(
+                || format!("gfx-mach-{mach:#x}"),
+                |(_, name)| (*name).to_string(),
+            );
+        // Both feature fields use the same encoding, 2 bits apart.
+        let setting = |bits: u32| match bits {
+            0 => FeatureSetting::Unsupported,
+            1 => FeatureSetting::Any,
+            2 => FeatureSetting::Off,
+            _ => FeatureSetting::On,
+        };
+        Some(TargetId {
+            processor,
+            xnack: setting((flags & EF_AMDGPU_FEATURE_XNACK_V4) >> 8),
+            sramecc: setting((flags & EF_AMDGPU_FEATURE_SRAMECC_V4) >> 10),
+        })
+    }
+
+    /// Parses `gfx90a:xnack+` or a full ISA name `amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`.
+    /// A feature the text does not mention reads as `Any` (clang's default for an arch
+    /// string); use [`TargetId::of_agent`] for a device's ISA name.
+    pub fn parse(text: &str) -> Option<Self> {
+        let id = text.rsplit("--").next()?.trim();
+        let mut parts = id.split(':');
+        let processor = parts.next().filter(|p| p.starts_with("gfx"))?.to_string();
+        let mut target = TargetId {
+            processor,
+            xnack: FeatureSetting::Any,
+            sramecc: FeatureSetting::Any,
+        };
+        for feature in parts {
+            let (name, setting) = match feature.as_bytes().last() {
+                Some(b'+') => (&feature[..feature.len() - 1], FeatureSetting::On),
+                Some(b'-') => (&feature[..feature.len() - 1], FeatureSetting::Off),
+                _ => return None,
+            };
+            match name {
+                "xnack" => target.xnack = setting,
+                "sramecc" => target.sramecc = setting,
+                _ => return None,
+            }
+        }
+        Some(target)
+    }
+
+    /// A device's target from its ISA name: features it does not list, it does not support.
+    pub fn of_agent(isa_name: &str) -> Option<Self> {
+        let mut target = Self::parse(isa_name)?;
+        let id = isa_name.rsplit("--").next().unwrap_or("");
+        if !id.contains("xnack") {
+            target.xnack = FeatureSetting::Unsupported;
+        }
+        if !id.contains("sramecc") {
+            target.sramecc = FeatureSetting::Unsupported;
+        }
+        Some(target)
+    }
+
+    /// Whether an image built for `self` runs on a device whose target is `device`; `Err`
+    /// says why not (as LLVM's target-id compatibility: same processor, and every feature the
+    /// image fixes is set the same way on the device).
+    pub fn runs_on(&self, device: &TargetId) -> Result<(), String> {
+        if self.processor != device.processor {
+            return Err(format!(
+                "an image for {self} runs only on {} GPUs, this one is {device}",
+                self.processor
+            ));
+        }
+        for (name, image, on_device) in [
+            ("xnack", self.xnack, device.xnack),
+            ("sramecc", self.sramecc, device.sramecc),
+        ] {
+            let fixed = matches!(image, FeatureSetting::On | FeatureSetting::Off);
+            if fixed && image != on_device {
+                return Err(format!(
+                    "the image needs {name}{}, this GPU has {device}",
+                    feature_suffix(image)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn feature_suffix(setting: FeatureSetting) -> &'static str {
+    match setting {
+        FeatureSetting::On => "+",
+        FeatureSetting::Off => "-",
+        FeatureSetting::Any | FeatureSetting::Unsupported => "",
+    }
+}
+
+impl std::fmt::Display for TargetId {
+    /// LLVM's order: `gfx90a:sramecc+:xnack-`; unsupported and any features are not written.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.processor)?;
+        for (name, setting) in [("sramecc", self.sramecc), ("xnack", self.xnack)] {
+            if matches!(setting, FeatureSetting::On | FeatureSetting::Off) {
+                write!(f, ":{name}{}", feature_suffix(setting))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An image found inside its `OffloadBinary` container, or taken bare.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainedImage {
+    /// Where the image starts within the bytes given, and its length.
+    pub offset: usize,
+    pub len: usize,
+    /// The container's `triple` and `arch` strings, or what the bare image says of itself.
+    pub triple: String,
+    pub arch: String,
+}
+
+/// Reads an `OffloadBinary` (`0x10FF10AD`) container, or takes a bare image as it is (clang-22
+/// may point a device image at the ELF inside its container). `Err` names the field at fault.
+pub fn unwrap_container(bytes: &[u8]) -> Result<ContainedImage, String> {
+    let len = bytes.len();
+    if len == 0 {
+        return Err("empty image".into());
+    }
+    if !bytes.starts_with(&OFFLOAD_BINARY_MAGIC) {
+        return match classify(bytes) {
+            Some(kind) => Ok(ContainedImage {
+                offset: 0,
+                len,
+                triple: kind.triple().into(),
+                arch: kind.arch(),
+            }),
+            None if bytes.starts_with(b"\x7fELF") => Err(format!(
+                "an ELF image that is not 64-bit little-endian ({len} bytes)"
+            )),
+            None => Err(format!(
+                "not an offload binary (no 0x10FF10AD magic; {len} bytes)"
+            )),
+        };
+    }
+    // Header: magic, version u32, size u64, entry offset u64, entry size u64 (32 bytes).
+    // Entry: image kind u16, offload kind u16, flags u32, string offset u64, number of strings
+    // u64, image offset u64, image size u64 (40 bytes). String entry: key and value offsets.
+    let field = |offset: usize, read: fn(&[u8], usize) -> Option<u64>, what: &str| {
+        read(bytes, offset).ok_or_else(|| {
+            format!(
+                "corrupted offload binary: {what} at offset {offset} lies beyond its {len} bytes"
+            )
+        })
+    };
+    let u64_field = |offset: usize, what: &str| field(offset, u64_at, what);
+    let offset_of = |value: u64, what: &str| {
+        usize::try_from(value)
+            .ok()
+            .filter(|&v| v <= len)
+            .ok_or_else(|| {
+                format!("corrupted offload binary: {what} {value:#x} lies beyond its {len} bytes")
+            })
+    };
+    let entry = offset_of(u64_field(16, "entry offset")?, "entry offset")?;
+    // The entry's image kind (bitcode for JIT is passed on: no plugin classifies it as
+    // runnable, so it ends as "no plugin runs" rather than as a registration error).
+    field(entry, |b, o| u16_at(b, o).map(u64::from), "image kind")?;
+    let strings = offset_of(
+        u64_field(entry + 8, "string table offset")?,
+        "string table offset",
+    )?;
+    let string_count = u64_field(entry + 16, "string count")?;
+    let image_offset = offset_of(u64_field(entry + 24, "image offset")?, "image offset")?;
+    let image_size = u64_field(entry + 32, "image size")?;
+    let image_len = usize::try_from(image_size)
+        .ok()
+        .filter(|&size| image_offset.checked_add(size).is_some_and(|end| end <= len))
+        .ok_or_else(|| format!("corrupted offload binary: image of {image_size} bytes at offset {image_offset} lies beyond its {len} bytes"))?;
+    if string_count > (len as u64) / 16 {
+        return Err(format!(
+            "corrupted offload binary: {string_count} strings cannot fit in {len} bytes"
+        ));
+    }
+    let c_string_at = |offset: u64| -> Result<String, String> {
+        let tail = usize::try_from(offset)
+            .ok()
+            .and_then(|o| bytes.get(o..))
+            .ok_or_else(|| {
+                format!(
+                    "corrupted offload binary: string at {offset:#x} lies beyond its {len} bytes"
+                )
+            })?;
+        let end = tail.iter().position(|&b| b == 0).ok_or_else(|| {
+            format!("corrupted offload binary: unterminated string at {offset:#x}")
+        })?;
+        Ok(String::from_utf8_lossy(&tail[..end]).into_owned())
+    };
+    let (mut triple, mut arch) = (String::new(), String::new());
+    for i in 0..string_count as usize {
+        let at = strings + i * 16;
+        let key = c_string_at(u64_field(at, "string key")?)?;
+        let value = c_string_at(u64_field(at + 8, "string value")?)?;
+        match key.as_str() {
+            "triple" => triple = value,
+            "arch" => arch = value,
+            _ => {}
+        }
+    }
+    Ok(ContainedImage {
+        offset: image_offset,
+        len: image_len,
+        triple,
+        arch,
+    })
+}
+
+/// Builders of small images for tests (of this crate and of the backends).
+#[doc(hidden)]
+pub mod testing {
+    use rustomp_abi::{image_kind, OFFLOAD_BINARY_MAGIC};
+
+    /// A minimal 64-byte ELF header with the given machine, ABI version and flags.
+    pub fn elf(machine: u16, abi_version: u8, flags: u32) -> Vec<u8> {
+        let mut h = vec![0u8; 64];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = 2; // 64-bit
+        h[5] = 1; // little endian
+        h[6] = 1;
+        h[7] = 0x41;
+        h[8] = abi_version;
+        h[18..20].copy_from_slice(&machine.to_le_bytes());
+        h[48..52].copy_from_slice(&flags.to_le_bytes());
+        h
+    }
+
+    /// An ELF with a string table and a symbol table naming `names` (what nvlink and lld
+    /// write, reduced to the parts the reader uses).
+    pub fn elf_with_symbols(machine: u16, flags: u32, names: &[&str]) -> Vec<u8> {
+        let mut strtab = vec![0u8];
+        let mut offsets = Vec::new();
+        for n in names {
+            offsets.push(strtab.len() as u32);
+            strtab.extend_from_slice(n.as_bytes());
+            strtab.push(0);
+        }
+        let mut symtab = vec![0u8; 24]; // the null symbol
+        for o in offsets {
+            let mut sym = vec![0u8; 24];
+            sym[..4].copy_from_slice(&o.to_le_bytes());
+            symtab.extend_from_slice(&sym);
+        }
+        let mut out = elf(machine, 8, flags);
+        let strtab_at = out.len() as u64;
+        out.extend_from_slice(&strtab);
+        let symtab_at = out.len() as u64;
+        out.extend_from_slice(&symtab);
+        let shoff = out.len() as u64;
+        let mut section = |kind: u32, offset: u64, size: u64, link: u32| {
+            let mut h = vec![0u8; 64];
+            h[4..8].copy_from_slice(&kind.to_le_bytes());
+            h[24..32].copy_from_slice(&offset.to_le_bytes());
+            h[32..40].copy_from_slice(&size.to_le_bytes());
+            h[40..44].copy_from_slice(&link.to_le_bytes());
+            out.extend_from_slice(&h);
+        };
+        section(0, 0, 0, 0);
+        section(3, strtab_at, strtab.len() as u64, 0);
+        section(2, symtab_at, symtab.len() as u64, 1);
+        out[40..48].copy_from_slice(&shoff.to_le_bytes());
+        out[58..60].copy_from_slice(&64u16.to_le_bytes());
+        out[60..62].copy_from_slice(&3u16.to_le_bytes());
+        out
+    }
+
+    /// An `OffloadBinary` around `image` with the given strings.
+    pub fn offload_binary(image: &[u8], strings: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = vec![0u8; 32 + 40];
+        out[..4].copy_from_slice(&OFFLOAD_BINARY_MAGIC);
+        out[4..8].copy_from_slice(&1u32.to_le_bytes());
+        out[16..24].copy_from_slice(&32u64.to_le_bytes());
+        out[24..32].copy_from_slice(&40u64.to_le_bytes());
+        out[32..34].copy_from_slice(&image_kind::OBJECT.to_le_bytes());
+        let table_at = out.len();
+        out.resize(table_at + 16 * strings.len(), 0);
+        let mut pairs = Vec::new();
+        for (key, value) in strings {
+            let k = out.len();
+            out.extend_from_slice(key.as_bytes());
+            out.push(0);
+            let v = out.len();
+            out.extend_from_slice(value.as_bytes());
+            out.push(0);
+            pairs.push((k as u64, v as u64));
+        }
+        for (i, (k, v)) in pairs.into_iter().enumerate() {
+            out[table_at + 16 * i..table_at + 16 * i + 8].copy_from_slice(&k.to_le_bytes());
+            out[table_at + 16 * i + 8..table_at + 16 * i + 16].copy_from_slice(&v.to_le_bytes());
+        }
+        let image_at = out.len();
+        out.extend_from_slice(image);
+        let size = out.len() as u64;
+        out[8..16].copy_from_slice(&size.to_le_bytes());
+        out[32 + 8..32 + 16].copy_from_slice(&(table_at as u64).to_le_bytes());
+        out[32 + 16..32 + 24].copy_from_slice(&(strings.len() as u64).to_le_bytes());
+        out[32 + 24..32 + 32].copy_from_slice(&(image_at as u64).to_le_bytes());
+        out[32 + 32..32 + 40].copy_from_slice(&(image.len() as u64).to_le_bytes());
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+
+    #[test]
+    fn cubin_sm_from_both_elf_abis() {
+        // clang-22 + CUDA 13 nvlink for sm_90: ABI version 8, flags 0x06005a04.
+        assert_eq!(
+            classify(&elf(190, 8, 0x0600_5a04)),
+            Some(ImageKind::Cubin { sm: 90 })
+        );
+        // The older ABI keeps the SM in the low byte.
+        assert_eq!(
+            classify(&elf(190, 7, 0x0050_0550)),
+            Some(ImageKind::Cubin { sm: 80 })
+        );
+        assert_eq!(classify(&elf(62, 8, 0x5a00)), Some(ImageKind::HostElf));
+        assert_eq!(classify(b"\x7fELF"), None, "truncated");
+        assert_eq!(
+            classify(&elf(190, 8, 0x6405)),
+            Some(ImageKind::Cubin { sm: 100 })
+        );
+        assert_eq!(
+            classify(&elf(243, 0, 0)),
+            Some(ImageKind::OtherElf { machine: 243 })
+        );
+    }
+
+    #[test]
+    fn amdgpu_code_objects_name_processor_and_features() {
+        // gfx90a with xnack any and sramecc any (clang's default for --offload-arch=gfx90a).
+        let kind = classify(&elf(224, 3, 0x53f)).unwrap();
+        let ImageKind::AmdgpuCodeObject { target } = &kind else {
+            panic!("{kind:?}")
+        };
+        assert_eq!(target.processor, "gfx90a");
+        assert_eq!(
+            (target.xnack, target.sramecc),
+            (FeatureSetting::Any, FeatureSetting::Any)
+        );
+        assert_eq!(kind.arch(), "gfx90a");
+        assert_eq!(kind.triple(), TRIPLE_AMDGCN);
+        // gfx942 with xnack+ sramecc-.
+        let t = TargetId::from_elf_flags(0x04c | 0x300 | 0x800).unwrap();
+        assert_eq!(t.to_string(), "gfx942:sramecc-:xnack+");
+        assert_eq!(
+            TargetId::from_elf_flags(0x041).unwrap().to_string(),
+            "gfx1100"
+        );
+    }
+
+    #[test]
+    fn target_ids_match_like_llvm() {
+        let agent = TargetId::of_agent("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-").unwrap();
+        assert_eq!(agent.to_string(), "gfx90a:sramecc+:xnack-");
+        assert!(TargetId::parse("gfx90a").unwrap().runs_on(&agent).is_ok());
+        assert!(TargetId::parse("gfx90a:xnack-")
+            .unwrap()
+            .runs_on(&agent)
+            .is_ok());
+        let why = TargetId::parse("gfx90a:xnack+")
+            .unwrap()
+            .runs_on(&agent)
+            .unwrap_err();
+        assert!(why.contains("xnack+"), "{why}");
+        let why = TargetId::parse("gfx942")
+            .unwrap()
+            .runs_on(&agent)
+            .unwrap_err();
+        assert!(why.contains("gfx942") && why.contains("gfx90a"), "{why}");
+        // An RDNA GPU lists no features: an image that fixes one cannot run there.
+        let navi = TargetId::of_agent("amdgcn-amd-amdhsa--gfx1100").unwrap();
+        assert_eq!(navi.xnack, FeatureSetting::Unsupported);
+        assert!(TargetId::parse("gfx1100").unwrap().runs_on(&navi).is_ok());
+        assert!(TargetId::parse("gfx1100:xnack-")
+            .unwrap()
+            .runs_on(&navi)
+            .is_err());
+        assert_eq!(TargetId::parse("sm_90"), None);
+        assert_eq!(TargetId::parse("gfx90a:bogus+"), None);
+    }
+
+    #[test]
+    fn ptx_and_fatbinary_are_recognised() {
+        let ptx = b"//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 8.8\n.target sm_90a\n.address_size 64\n";
+        assert_eq!(classify(ptx), Some(ImageKind::Ptx { sm: Some(90) }));
+        assert_eq!(
+            ptx_target(b".version 7.0\n.target sm_70, debug\n"),
+            Some(70)
+        );
+        assert_eq!(
+            classify(&[0x50, 0xed, 0x55, 0xba, 1, 0, 0, 0]),
+            Some(ImageKind::Fatbinary)
+        );
+        assert_eq!(classify(b"hello"), None);
+        assert_eq!(classify(ptx).unwrap().arch(), "sm_90");
+        assert_eq!(parse_sm("sm_100f"), Some(100));
+        assert_eq!(parse_sm("gfx90a"), None);
+        assert_eq!(parse_sm("sm_"), None);
+    }
+
+    #[test]
+    fn truncated_images_are_refused() {
+        let mut cubin = elf(190, 8, 0x5a04);
+        // Section headers: 2 entries of 64 bytes at offset 64.
+        cubin[40..48].copy_from_slice(&64u64.to_le_bytes());
+        cubin[58..60].copy_from_slice(&64u16.to_le_bytes());
+        cubin[60..62].copy_from_slice(&2u16.to_le_bytes());
+        let kind = ImageKind::Cubin { sm: 90 };
+        assert!(!is_complete(&cubin, &kind));
+        cubin.resize(64 + 128, 0);
+        assert!(is_complete(&cubin, &kind));
+        let mut fatbin = vec![0x50, 0xed, 0x55, 0xba, 1, 0, 16, 0];
+        fatbin.extend_from_slice(&100u64.to_le_bytes());
+        assert!(!is_complete(&fatbin, &ImageKind::Fatbinary));
+        fatbin.resize(116, 0);
+        assert!(is_complete(&fatbin, &ImageKind::Fatbinary));
+        assert!(!is_complete(&fatbin[..10], &ImageKind::Fatbinary));
+    }
+
+    #[test]
+    fn constructor_objects_are_found_by_name() {
+        let names = [
+            "__init_array_object__GLOBAL__sub_I_a_cpp_65535",
+            "counter",
+            "__init_array_object_b_101",
+            "__fini_array_object_c_7",
+        ];
+        let cubin = elf_with_symbols(190, 90 << 8 | 4, &names);
+        let kind = classify(&cubin).unwrap();
+        assert!(is_complete(&cubin, &kind));
+        assert_eq!(
+            symbols_with_prefix(&cubin, &kind, "__init_array_object_"),
+            vec![
+                "__init_array_object__GLOBAL__sub_I_a_cpp_65535".to_string(),
+                "__init_array_object_b_101".to_string()
+            ]
+        );
+        assert_eq!(
+            symbols_with_prefix(&cubin, &kind, "__fini_array_object_"),
+            vec!["__fini_array_object_c_7".to_string()]
+        );
+        let ptx = b".version 8.8\n.target sm_90\n.visible .const .align 8 .u64 __init_array_object__GLOBAL__sub_I_ctor_$_cpp_4bf8_65535 = _GLOBAL__sub_I_ctor_$_cpp;\n";
+        assert_eq!(
+            symbols_with_prefix(ptx, &classify(ptx).unwrap(), "__init_array_object_"),
+            vec!["__init_array_object__GLOBAL__sub_I_ctor_$_cpp_4bf8_65535".to_string()]
+        );
+        assert_eq!(init_priority("__init_array_object_b_101"), Some(101));
+        assert_eq!(init_priority("__init_array_object_x"), None);
+        // A symbol table pointing outside the image reads as none, not as a crash.
+        let mut broken = cubin.clone();
+        let shoff = u64::from_le_bytes(cubin[40..48].try_into().unwrap()) as usize;
+        let symtab_offset = shoff + 2 * 64 + 24;
+        broken[symtab_offset..symtab_offset + 8].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+        assert!(symbols_with_prefix(&broken, &kind, "__init_array_object_").is_empty());
+        broken.truncate(shoff + 64);
+        assert!(symbols_with_prefix(&broken, &kind, "__init_array_object_").is_empty());
+    }
+
+    #[test]
+    fn containers_and_bare_images() {
+        let code_object = elf(224, 3, 0x53f);
+        let binary = offload_binary(
+            &code_object,
+            &[("triple", TRIPLE_AMDGCN), ("arch", "gfx90a")],
+        );
+        let found = unwrap_container(&binary).unwrap();
+        assert_eq!(
+            &binary[found.offset..found.offset + found.len],
+            &code_object[..]
+        );
+        assert_eq!(
+            (found.triple.as_str(), found.arch.as_str()),
+            (TRIPLE_AMDGCN, "gfx90a")
+        );
+        let bare = unwrap_container(&elf(190, 8, 0x5a04)).unwrap();
+        assert_eq!(
+            (bare.offset, bare.triple.as_str(), bare.arch.as_str()),
+            (0, TRIPLE_NVPTX, "sm_90")
+        );
+        let host = unwrap_container(&elf(62, 0, 0)).unwrap();
+        assert_eq!(host.triple, TRIPLE_X86_64);
+        // Every corruption is an error naming the field.
+        let mut bad = binary.clone();
+        bad[32 + 32..32 + 40].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(
+            unwrap_container(&bad).unwrap_err().contains("image of"),
+            "image size"
+        );
+        let mut bad = binary.clone();
+        bad[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        assert!(unwrap_container(&bad).unwrap_err().contains("entry offset"));
+        let mut bad = binary.clone();
+        bad[32 + 16..32 + 24].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(unwrap_container(&bad).unwrap_err().contains("strings"));
+        assert!(unwrap_container(&binary[..40]).is_err());
+        assert!(unwrap_container(b"garbage").unwrap_err().contains("magic"));
+        assert!(unwrap_container(&[]).is_err());
+        // Every truncation of the container either reads or fails with a message.
+        for cut in 0..binary.len() {
+            let _ = unwrap_container(&binary[..cut]);
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! Byte images of the structures a GPU plugin writes to or reads from device memory, built field
+//! by field at the offsets `rustomp_abi` asserts (no `unsafe` reinterpretation of host structs),
+//! and the indirect-call table in the order the device's binary search needs.
+
+use core::mem::{offset_of, size_of};
+use rustomp_abi::{
+    ConfigurationEnvironment, DeviceEnvironment, FptrMapEntry, KernelEnvironment,
+    KernelLaunchEnvironment,
+};
+
+pub const DEVICE_ENVIRONMENT_SIZE: usize = size_of::<DeviceEnvironment>();
+pub const KERNEL_ENVIRONMENT_SIZE: usize = size_of::<KernelEnvironment>();
+pub const LAUNCH_ENVIRONMENT_SIZE: usize = size_of::<KernelLaunchEnvironment>();
+
+fn put(bytes: &mut [u8], offset: usize, value: &[u8]) {
+    bytes[offset..offset + value.len()].copy_from_slice(value);
+}
+
+fn get<const N: usize>(bytes: &[u8], offset: usize) -> [u8; N] {
+    let mut out = [0u8; N];
+    out.copy_from_slice(&bytes[offset..offset + N]);
+    out
+}
+
+/// `__omp_rtl_device_environment` as the device reads it (little-endian, 64-bit pointers).
+pub fn device_environment_bytes(env: &DeviceEnvironment) -> [u8; DEVICE_ENVIRONMENT_SIZE] {
+    let mut b = [0u8; DEVICE_ENVIRONMENT_SIZE];
+    put(
+        &mut b,
+        offset_of!(DeviceEnvironment, debug_kind),
+        &env.debug_kind.to_le_bytes(),
+    );
+    put(
+        &mut b,
+        offset_of!(DeviceEnvironment, num_devices),
+        &env.num_devices.to_le_bytes(),
+    );
+    put(
+        &mut b,
+        offset_of!(DeviceEnvironment, device_num),
+        &env.device_num.to_le_bytes(),
+    );
+    put(
+        &mut b,
+        offset_of!(DeviceEnvironment, dynamic_mem_size),
+        &env.dynamic_mem_size.to_le_bytes(),
+    );
+    put(
+        &mut b,
+        offset_of!(DeviceEnvironment, clock_frequency),
+        &env.clock_frequency.to_le_bytes(),
+    );
+    put(
+        &mut b,
+        offset_of!(DeviceEnvironment, indirect_call_table),
+        &(env.indirect_call_table as u64).to_le_bytes(),
+    );
+    put(
+        &mut b,
+        offset_of!(DeviceEnvironment, indirect_call_table_size),
+        &env.indirect_call_table_size.to_le_bytes(),
+    );
+    put(
+        &mut b,
+        offset_of!(DeviceEnvironment, hardware_parallelism),
+        &env.hardware_parallelism.to_le_bytes(),
+    );
+    b
+}
+
+/// A kernel's first argument: zeroed counters and the teams-reduction buffer's address.
+pub fn launch_environment_bytes(reduction_buffer: u64) -> [u8; LAUNCH_ENVIRONMENT_SIZE] {
+    let mut b = [0u8; LAUNCH_ENVIRONMENT_SIZE];
+    put(
+        &mut b,
+        offset_of!(KernelLaunchEnvironment, reduction_cnt),
+        &0u32.to_le_bytes(),
+    );
+    put(
+        &mut b,
+        offset_of!(KernelLaunchEnvironment, reduction_iter_cnt),
+        &0u32.to_le_bytes(),
+    );
+    put(
+        &mut b,
+        offset_of!(KernelLaunchEnvironment, reduction_buffer),
+        &reduction_buffer.to_le_bytes(),
+    );
+    b
+}
+
+/// The configuration part of a `<kernel>_kernel_environment` global read from the device.
+pub fn parse_kernel_environment(bytes: &[u8]) -> Option<ConfigurationEnvironment> {
+    if bytes.len() < KERNEL_ENVIRONMENT_SIZE {
+        return None;
+    }
+    let base = offset_of!(KernelEnvironment, configuration);
+    let i32_at = |field: usize| i32::from_le_bytes(get::<4>(bytes, base + field));
+    Some(ConfigurationEnvironment {
+        use_generic_state_machine: bytes
+            [base + offset_of!(ConfigurationEnvironment, use_generic_state_machine)],
+        may_use_nested_parallelism: bytes
+            [base + offset_of!(ConfigurationEnvironment, may_use_nested_parallelism)],
+        exec_mode: bytes[base + offset_of!(ConfigurationEnvironment, exec_mode)],
+        min_threads: i32_at(offset_of!(ConfigurationEnvironment, min_threads)),
+        max_threads: i32_at(offset_of!(ConfigurationEnvironment, max_threads)),
+        min_teams: i32_at(offset_of!(ConfigurationEnvironment, min_teams)),
+        max_teams: i32_at(offset_of!(ConfigurationEnvironment, max_teams)),
+        reduction_data_size: i32_at(offset_of!(ConfigurationEnvironment, reduction_data_size)),
+        reduction_buffer_length: i32_at(offset_of!(
+            ConfigurationEnvironment,
+            reduction_buffer_length
+        )),
+    })
+}
+
+/// Bytes of the teams-reduction buffer a kernel needs: `ReductionDataSize * ReductionBufferLength`
+/// (0 when the kernel has no teams reduction).
+pub fn reduction_buffer_bytes(config: &ConfigurationEnvironment) -> usize {
+    let size = config.reduction_data_size.max(0) as usize;
+    let length = config.reduction_buffer_length.max(0) as usize;
+    size.saturating_mul(length)
+}
+
+/// The indirect-call table in the order the device binary-searches it: `{host, device}` pairs
+/// sorted by host address, exact duplicates (one function registered twice) removed. The front
+/// builds it once per image; every plugin publishes it as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndirectTable(Vec<FptrMapEntry>);
+
+impl IndirectTable {
+    pub fn new(mut entries: Vec<FptrMapEntry>) -> Self {
+        entries.sort_unstable();
+        entries.dedup();
+        Self(entries)
+    }
+
+    pub fn entries(&self) -> &[FptrMapEntry] {
+        &self.0
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The table as the device reads it: `{u64 host; u64 device}` per entry.
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(std::mem::size_of_val(self.0.as_slice()));
+        for entry in &self.0 {
+            bytes.extend_from_slice(&entry.host.to_le_bytes());
+            bytes.extend_from_slice(&entry.device.to_le_bytes());
+        }
+        bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_environment_field_offsets() {
+        let env = DeviceEnvironment {
+            debug_kind: 0x11,
+            num_devices: 0x22,
+            device_num: 0x33,
+            dynamic_mem_size: 0x44,
+            clock_frequency: 0x5555_0000_0000_0055,
+            indirect_call_table: 0x6666_0000_0066,
+            indirect_call_table_size: 7,
+            hardware_parallelism: 0x88,
+        };
+        let b = device_environment_bytes(&env);
+        assert_eq!(b.len(), 48);
+        assert_eq!(
+            &b[0..16],
+            &[0x11, 0, 0, 0, 0x22, 0, 0, 0, 0x33, 0, 0, 0, 0x44, 0, 0, 0]
+        );
+        assert_eq!(
+            u64::from_le_bytes(b[16..24].try_into().unwrap()),
+            0x5555_0000_0000_0055
+        );
+        assert_eq!(
+            u64::from_le_bytes(b[24..32].try_into().unwrap()),
+            0x6666_0000_0066
+        );
+        assert_eq!(u64::from_le_bytes(b[32..40].try_into().unwrap()), 7);
+        assert_eq!(u64::from_le_bytes(b[40..48].try_into().unwrap()), 0x88);
+    }
+
+    #[test]
+    fn launch_environment_has_zero_counters_and_the_buffer() {
+        let b = launch_environment_bytes(0xdead_beef_0000);
+        assert_eq!(&b[0..8], &[0; 8]);
+        assert_eq!(
+            u64::from_le_bytes(b[8..16].try_into().unwrap()),
+            0xdead_beef_0000
+        );
+    }
+
+    #[test]
+    fn kernel_environment_configuration_is_read_at_its_offsets() {
+        // What clang-22 emits for an SPMD kernel with a teams reduction of one double.
+        let mut b = vec![0u8; 48];
+        b[0] = 1; // UseGenericStateMachine
+        b[1] = 0; // MayUseNestedParallelism
+        b[2] = 2; // ExecMode SPMD
+        b[4..8].copy_from_slice(&1i32.to_le_bytes());
+        b[8..12].copy_from_slice(&256i32.to_le_bytes());
+        b[12..16].copy_from_slice(&(-1i32).to_le_bytes());
+        b[16..20].copy_from_slice(&(-1i32).to_le_bytes());
+        b[20..24].copy_from_slice(&8i32.to_le_bytes());
+        b[24..28].copy_from_slice(&1024i32.to_le_bytes());
+        let c = parse_kernel_environment(&b).unwrap();
+        assert_eq!((c.use_generic_state_machine, c.exec_mode), (1, 2));
+        assert_eq!(
+            (c.min_threads, c.max_threads, c.min_teams, c.max_teams),
+            (1, 256, -1, -1)
+        );
+        assert_eq!(
+            (c.reduction_data_size, c.reduction_buffer_length),
+            (8, 1024)
+        );
+        assert_eq!(reduction_buffer_bytes(&c), 8192);
+        assert!(parse_kernel_environment(&b[..40]).is_none());
+        let none = ConfigurationEnvironment {
+            reduction_data_size: 8,
+            reduction_buffer_length: 0,
+            ..c
+        };
+        assert_eq!(reduction_buffer_bytes(&none), 0);
+        let negative = ConfigurationEnvironment {
+            reduction_data_size: -1,
+            ..c
+        };
+        assert_eq!(reduction_buffer_bytes(&negative), 0);
+    }
+
+    #[test]
+    fn table_is_sorted_deduplicated_and_flat() {
+        let t = vec![
+            FptrMapEntry {
+                host: 30,
+                device: 3,
+            },
+            FptrMapEntry {
+                host: 10,
+                device: 1,
+            },
+            FptrMapEntry {
+                host: 20,
+                device: 2,
+            },
+            FptrMapEntry {
+                host: 10,
+                device: 1,
+            },
+        ];
+        let sorted = IndirectTable::new(t);
+        assert_eq!(
+            sorted.entries().iter().map(|e| e.host).collect::<Vec<_>>(),
+            vec![10, 20, 30]
+        );
+        let b = sorted.bytes();
+        assert_eq!(b.len(), 48);
+        assert_eq!(u64::from_le_bytes(b[0..8].try_into().unwrap()), 10);
+        assert_eq!(u64::from_le_bytes(b[8..16].try_into().unwrap()), 1);
+        assert_eq!(u64::from_le_bytes(b[40..48].try_into().unwrap()), 3);
+        assert!(IndirectTable::default().bytes().is_empty());
+    }
+}
