@@ -13,6 +13,7 @@ use std::path::Path;
 
 const TWO_UNITS: &str = "tests/programs/116_two_units.c";
 const GENERIC: &str = "tests/programs/115_generic_printf_parallel.c";
+const FALLBACK: &str = "tests/programs/73_offload_default.c";
 const OPTS: [&[&str]; 3] = [&["-O0"], &["-O2"], &["-O2", "-foffload-lto"]];
 
 pub fn run(team_shared_bytes: u64) -> Result<()> {
@@ -71,10 +72,14 @@ pub fn run(team_shared_bytes: u64) -> Result<()> {
 /// default policy it runs on the host. Checked with the runtime made unloadable and with
 /// whatever this machine has installed.
 fn without_amd_gpu(out: &Path) -> std::result::Result<String, String> {
-    let exe = out.join("two-units-gfx90a-O2");
-    if !exe.exists() {
-        return Err(format!("{} was not built", util::show(&exe)));
-    }
+    // A program that passes on the host and on a device alike.
+    let src = at(FALLBACK);
+    let exe = out.join("offload-default-gfx90a");
+    let mut args: Vec<String> = vec!["-O2".into(), "--offload-arch=gfx90a".into()];
+    args.extend(parse_header(&util::read(&src).map_err(|e| e.to_string())?).source_args(&src));
+    args.extend(["-o".into(), exe.display().to_string()]);
+    let log = out.join("offload-default-gfx90a.log");
+    compile(false, Runtime::Ours, &args, &log).map_err(|e| format!("{FALLBACK} does not build for gfx90a: {e} (log {})", util::show(&log)))?;
     let mut seen = Vec::new();
     for (case, runtime) in [("no runtime", Some("/nonexistent/libhsa-runtime64.so.1")), ("installed runtime", None)] {
         for policy in ["mandatory", "default"] {
