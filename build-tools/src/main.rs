@@ -25,7 +25,7 @@ Commands:
   demo [--no-setup]   setup, build, compile examples/saxpy.c and run it offloaded
   test [--quick]      cargo test, runtime builds, device-symbol check of the ABI probes, and the
                       program corpus (tests/programs) against rustomp and LLVM; --quick skips the corpus
-  test --gpu          the corpus on an NVIDIA GPU (sm_90); skipped without an NVIDIA driver
+  test --gpu          the corpus on a GPU (RUSTOMP_GPU_ARCH, default sm_90; gfx* for AMD); skipped without its driver
   bench [--quick] [filter]
                       benchmarks (bench/, BENCHMARKS.md): our libomptarget against LLVM's, median
                       of alternating runs; filter: a group (overhead, mapping, threads, nowait,

@@ -10,7 +10,7 @@
 //! 4. the program corpus (`tests/programs`), offloaded to the host plugin, against our library and
 //!    LLVM's. The last line is `N passed, N failed` for ours.
 //!
-//! `--quick` stops after 3. `--gpu` compiles the corpus for an NVIDIA GPU (sm_90) into a directory
+//! `--quick` stops after 3. `--gpu` compiles the corpus for a GPU (`RUSTOMP_GPU_ARCH`, default sm_90) into a directory
 //! that runs anywhere a driver is (`target/gpu-suite/run.sh`), and runs it here when this machine
 //! has a driver (see `test/gpu.rs`); without one it prints a skip line and succeeds.
 
@@ -480,9 +480,12 @@ struct Header {
     cflags: Vec<String>,
     /// `// LLVM-REF: fails (reason)`: LLVM's library is known to fail this one.
     llvm_ref_fails: Option<String>,
-    /// `// EXPECT-STDERR: text`: our runtime's output must contain `text` (one per line; LLVM's
-    /// messages differ, so its column does not check them).
+    /// `// EXPECT-STDERR: text`: our runtime's output must contain `text` (one per line; for our
+    /// own messages, which LLVM does not print).
     expect_stderr: Vec<String>,
+    /// `// EXPECT-STDERR-BOTH: text`: both runtimes' output must contain `text` (LLVM's
+    /// wording, which ours repeats exactly).
+    expect_stderr_both: Vec<String>,
     /// `// SOURCES: units/x.c ...`: more translation units, relative to the program's directory.
     sources: Vec<String>,
 }
@@ -520,6 +523,8 @@ fn parse_header(text: &str) -> Header {
             h.cflags.extend(v.split_whitespace().map(str::to_string));
         } else if let Some(v) = comment.strip_prefix("LLVM-REF:") {
             h.llvm_ref_fails = Some(v.trim().to_string());
+        } else if let Some(v) = comment.strip_prefix("EXPECT-STDERR-BOTH:") {
+            h.expect_stderr_both.push(v.trim().to_string());
         } else if let Some(v) = comment.strip_prefix("EXPECT-STDERR:") {
             h.expect_stderr.push(v.trim().to_string());
         } else if let Some(v) = comment.strip_prefix("SOURCES:") {
@@ -554,8 +559,16 @@ fn verdict(o: &Outcome, expect_fail: bool) -> Verdict {
     }
 }
 
-/// The LLVM column: an expected failure may end in SIGABRT (LLVM's way to stop on a fatal offload
-/// error; ours exits non-zero), and a failure the program documents with `// LLVM-REF:` says so.
+/// Our column: an expected failure may end in SIGABRT (how both runtimes stop on a fatal
+/// offload error, and glibc on a failed `assert`).
+fn ours_verdict(o: &Outcome, h: &Header) -> Verdict {
+    match (o, h.expect_fail || h.expect_abort) {
+        (Outcome::Signal(6), true) => (true, "ok (SIGABRT, expected)".into()),
+        _ => verdict(o, h.expect_fail),
+    }
+}
+
+/// The LLVM column: as ours, and a failure the program documents with `// LLVM-REF:` says so.
 fn llvm_verdict(o: &Outcome, h: &Header) -> Verdict {
     if let (Outcome::Signal(6), true) = (o, h.expect_fail || h.expect_abort) {
         return (true, "ok (abort, expected)".into());
@@ -713,16 +726,19 @@ fn corpus(suite: &Suite) -> Result<Summary> {
                 Err(_) => Outcome::CompileFailed,
                 Ok(()) => run_program(&exe, &p.header.env, &exe.with_extension("log")),
             };
+            let log = exe.with_extension("log");
             Some(match rt {
-                Runtime::Ours => with_expected_output(
-                    match (&outcome, p.header.expect_abort) {
-                        (Outcome::Signal(6), true) => (true, "ok (SIGABRT, expected)".into()),
-                        _ => verdict(&outcome, p.header.expect_fail),
-                    },
-                    &p.header.expect_stderr,
-                    &exe.with_extension("log"),
-                ),
-                Runtime::Llvm => llvm_verdict(&outcome, &p.header),
+                Runtime::Ours => {
+                    let expected: Vec<String> = p.header.expect_stderr.iter().chain(&p.header.expect_stderr_both).cloned().collect();
+                    with_expected_output(ours_verdict(&outcome, &p.header), &expected, &log)
+                }
+                Runtime::Llvm => {
+                    let v = with_expected_output(llvm_verdict(&outcome, &p.header), &p.header.expect_stderr_both, &log);
+                    match (&p.header.llvm_ref_fails, v.0) {
+                        (Some(_), false) if !v.1.contains("LLVM-REF") => (false, format!("{}, documented (LLVM-REF)", v.1)),
+                        _ => v,
+                    }
+                }
             })
         };
         let ours = cell(Runtime::Ours).expect("ours is always compiled");
@@ -813,7 +829,7 @@ mod tests {
     #[test]
     fn header_conventions() {
         let h = parse_header(
-            "// EXPECT: fail\n// EXPECT-STDERR: device 99\n// ENV: OMP_TARGET_OFFLOAD=disabled\n// ENV: A = b=c\n// CFLAGS: -fopenmp-version=52 -DX\n// LLVM-REF: fails (why)\n// SOURCES: units/b.c\nint main(){}\n",
+            "// EXPECT: fail\n// EXPECT-STDERR: device 99\n// EXPECT-STDERR-BOTH: omptarget message: x\n// ENV: OMP_TARGET_OFFLOAD=disabled\n// ENV: A = b=c\n// CFLAGS: -fopenmp-version=52 -DX\n// LLVM-REF: fails (why)\n// SOURCES: units/b.c\nint main(){}\n",
         );
         assert_eq!(
             h.source_args(Path::new("/p/116_x.c")),
@@ -825,6 +841,7 @@ mod tests {
         );
         assert_eq!(h.llvm_ref_fails.as_deref(), Some("fails (why)"));
         assert_eq!(h.expect_stderr, vec!["device 99".to_string()]);
+        assert_eq!(h.expect_stderr_both, vec!["omptarget message: x".to_string()]);
         assert!(h.expect_fail);
         assert_eq!(
             h.env,
@@ -842,6 +859,9 @@ mod tests {
         assert!(!verdict(&Outcome::Exit(0), true).0);
         assert!(verdict(&Outcome::Exit(1), true).0);
         assert!(!verdict(&Outcome::Signal(6), true).0);
+        let fails = Header { expect_fail: true, ..Header::default() };
+        assert!(ours_verdict(&Outcome::Signal(6), &fails).0, "a fatal offload error aborts");
+        assert!(!ours_verdict(&Outcome::Signal(6), &Header::default()).0);
         assert!(!verdict(&Outcome::Timeout, true).0);
         let h = Header {
             expect_fail: true,

@@ -1,5 +1,5 @@
 // EXPECT: fail
-// EXPECT-STDERR: explicit extension is not allowed
+// EXPECT-STDERR-BOTH: omptarget message: explicit extension not allowed: host address specified is 0x
 // A section that extends past an already mapped section (a[0:10] mapped, then a[5:10]) cannot
 // be given corresponding storage; the runtime must end the program with an error rather than
 // silently transfer part of it or write beyond the device block.

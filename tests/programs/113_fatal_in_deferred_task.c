@@ -1,5 +1,5 @@
 // EXPECT: fail
-// EXPECT-STDERR: 'present' map of host address
+// EXPECT-STDERR-BOTH: omptarget message: device mapping required by 'present' map type modifier does not exist for host address 0x
 // A deferred target task (nowait, inside parallel/single, behind a dependence) whose
 // map(present, ...) item is not mapped must end the program with the present error; it must
 // neither hang the waiting tasks nor let the region run.

@@ -1,5 +1,5 @@
 // EXPECT: fail
-// EXPECT-STDERR: 'present' map of host address
+// EXPECT-STDERR-BOTH: omptarget message: device mapping required by 'present' map type modifier does not exist for host address 0x
 // map(present, to: x) of data that is not mapped must be a runtime error (program terminates).
 #include <omp.h>
 #include <stdio.h>

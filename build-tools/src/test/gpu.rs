@@ -1,15 +1,17 @@
-//! `cargo xtask test --gpu`: the program corpus on an NVIDIA GPU, in two phases so that the
-//! second runs on a machine that has only a driver (no clang, no Rust, no network):
+//! `cargo xtask test --gpu`: the program corpus on a GPU, in two phases so that the second runs
+//! on a machine that has only a driver (no clang, no Rust, no network). The target is
+//! `RUSTOMP_GPU_ARCH` (default `sm_90`; a `gfx*` value builds for AMD GPUs instead).
 //!
 //! 1. compile (here, no GPU needed): every program of `tests/programs` for
-//!    `--offload-arch=sm_90` into `target/gpu-suite/`:
+//!    `--offload-arch=<arch>` into `target/gpu-suite/`:
 //!    `bin/<program>` (rpath `$ORIGIN/../lib`), `lib/` (our `libomptarget.so.22.1`, stripped,
 //!    and LLVM 22's `libomp.so.5`), `tests.tsv` (each program's expectation and environment,
 //!    from its header), `compile-failures.txt`, and `run.sh`. A failed compile is listed with
 //!    the device symbols the device link could not resolve.
 //! 2. run (`target/gpu-suite/run.sh`, wherever the directory was copied): each program under
 //!    `OMP_TARGET_OFFLOAD=mandatory` with a time limit, a pass/fail table, `N passed, N failed`.
-//!    Without an NVIDIA driver it prints one skip line and exits 0.
+//!    Without the GPU's driver (NVIDIA: `libcuda.so.1`; AMD: `libhsa-runtime64.so.1` and
+//!    `/dev/kfd`) it prints one skip line and exits 0.
 
 use super::{compile, is_cxx, link_undefined, parse_header, sources, stem, JOBS};
 use crate::cc::{Runtime, LLVM_LIB};
@@ -21,21 +23,21 @@ use std::process::Command;
 
 /// Where the suite is written (small enough to carry: a few MiB).
 const SUITE_DIR: &str = "target/gpu-suite";
-const ARCH: &str = "sm_90";
+/// The default target of the suite.
+const DEFAULT_ARCH: &str = "sm_90";
 
-/// The run phase, as a script: needs bash, coreutils' `timeout`, and an NVIDIA driver.
-const RUN_SH: &str = r#"#!/usr/bin/env bash
-# Runs the OpenMP corpus compiled for sm_90 against rustomp's libomptarget (lib/), one program
-# at a time, each under OMP_TARGET_OFFLOAD=mandatory unless its header sets another policy.
-# Needs an NVIDIA driver, bash, coreutils and glibc >= 2.34 only (no clang, no Rust).
-# Usage: ./run.sh [NAME-SUBSTRING...]
-# Environment: RUSTOMP_GPU_TIMEOUT (seconds per program, default 60).
-set -u
-here="$(cd "$(dirname "$0")" && pwd)"
-export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-limit="${RUSTOMP_GPU_TIMEOUT:-60}"
+/// The suite's `--offload-arch`: `RUSTOMP_GPU_ARCH`, else sm_90.
+fn arch() -> String {
+    std::env::var("RUSTOMP_GPU_ARCH").ok().filter(|a| !a.trim().is_empty()).unwrap_or_else(|| DEFAULT_ARCH.into())
+}
 
-driver=""
+/// Whether `arch` is an AMD GPU (`gfx*`), else NVIDIA.
+fn is_amd(arch: &str) -> bool {
+    arch.starts_with("gfx")
+}
+
+/// The run script's driver check for NVIDIA GPUs: `libcuda.so.1` somewhere the loader looks.
+const NVIDIA_CHECK: &str = r#"driver=""
 if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
     driver=yes
 else
@@ -47,13 +49,39 @@ fi
 if [ -z "$driver" ]; then
     echo "GPU suite: skipped (no NVIDIA driver: libcuda.so.1 not found)"
     exit 0
+fi"#;
+
+/// The run script's driver check for AMD GPUs: the HSA runtime and the kernel driver's device.
+const AMD_CHECK: &str = r#"if [ ! -e /dev/kfd ]; then
+    echo "GPU suite: skipped (no AMD GPU driver: /dev/kfd not found)"
+    exit 0
 fi
+if ! ldconfig -p 2>/dev/null | grep -q 'libhsa-runtime64\.so\.1' && [ ! -e /opt/rocm/lib/libhsa-runtime64.so.1 ]; then
+    echo "GPU suite: skipped (no HSA runtime: libhsa-runtime64.so.1 not found)"
+    exit 0
+fi
+export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/opt/rocm/lib""#;
+
+/// The run phase, as a script: needs bash, coreutils' `timeout`, and the GPU's driver.
+/// `@ARCH@` and `@DRIVER_CHECK@` are filled in for the suite's target.
+const RUN_SH: &str = r#"#!/usr/bin/env bash
+# Runs the OpenMP corpus compiled for @ARCH@ against rustomp's libomptarget (lib/), one program
+# at a time, each under OMP_TARGET_OFFLOAD=mandatory unless its header sets another policy.
+# Needs the GPU's driver, bash, coreutils and glibc >= 2.34 only (no clang, no Rust).
+# Usage: ./run.sh [NAME-SUBSTRING...]
+# Environment: RUSTOMP_GPU_TIMEOUT (seconds per program, default 60).
+set -u
+here="$(cd "$(dirname "$0")" && pwd)"
+export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+limit="${RUSTOMP_GPU_TIMEOUT:-60}"
+
+@DRIVER_CHECK@
 
 mkdir -p "$here/logs"
 passed=0
 failed=0
 failing=()
-printf '%-36s | %s\n' "program ($(basename "$here"), sm_90)" "result"
+printf '%-36s | %s\n' "program ($(basename "$here"), @ARCH@)" "result"
 while IFS=$'\t' read -r name expect envs; do
     [ -z "$name" ] && continue
     if [ $# -gt 0 ]; then
@@ -76,7 +104,7 @@ while IFS=$'\t' read -r name expect envs; do
         ok=""
         if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
             result="FAIL (timeout ${limit}s)"
-        elif [ "$rc" -eq 134 ] && [ "$expect" = abort ]; then
+        elif [ "$rc" -eq 134 ] && { [ "$expect" = abort ] || [ "$expect" = fail ]; }; then
             result="ok (SIGABRT, expected)"; ok=yes
         elif [ "$rc" -gt 128 ]; then
             result="FAIL (signal $((rc - 128)))"
@@ -105,6 +133,15 @@ struct Compiled {
     failure: Option<String>,
 }
 
+/// Whether the driver for `arch` is installed here: for AMD the kernel driver's `/dev/kfd`
+/// (the HSA runtime is useless without it), for NVIDIA the library the CUDA plugin loads.
+pub fn driver_present_for(arch: &str) -> bool {
+    if is_amd(arch) {
+        return Path::new("/dev/kfd").exists();
+    }
+    driver_present()
+}
+
 /// Whether an NVIDIA driver is installed here (the library the CUDA plugin loads).
 pub fn driver_present() -> bool {
     let ldconfig = Command::new("ldconfig")
@@ -128,15 +165,17 @@ pub fn run() -> Result<i32> {
     devicertl::run(false)?;
     host::run()?;
     util::step(&format!(
-        "test --gpu 2/3: compile the corpus for {ARCH} into {SUITE_DIR}"
+        "test --gpu 2/3: compile the corpus for {} into {SUITE_DIR}",
+        arch()
     ));
     let dir = at(SUITE_DIR);
     let (compiled, total) = compile_suite(&dir)?;
     util::step("test --gpu 3/3: run the corpus on the GPU");
-    if !driver_present() {
+    if !driver_present_for(&arch()) {
         let fallback_ok = check_without_driver(&dir);
         println!(
-            "GPU suite: run skipped (no NVIDIA driver on this machine); {compiled} of {total} programs compiled into {} — on a GPU machine run {}/run.sh",
+            "GPU suite: run skipped (no {} driver on this machine); {compiled} of {total} programs compiled into {} — on a GPU machine run {}/run.sh",
+            if is_amd(&arch()) { "AMD GPU" } else { "NVIDIA" },
             util::show(&dir),
             util::show(&dir)
         );
@@ -149,6 +188,8 @@ pub fn run() -> Result<i32> {
 /// Without a driver, what the compiled programs must do: under `mandatory` fail with a message
 /// naming the missing driver; under the default policy run on the host.
 fn check_without_driver(dir: &Path) -> bool {
+    // What the plugin's reason says when its driver is missing.
+    let missing = if is_amd(&arch()) { "HSA" } else { "no CUDA driver" };
     let run = |program: &str, policy: &str| {
         Command::new(dir.join("bin").join(program))
             .env("OMP_TARGET_OFFLOAD", policy)
@@ -164,7 +205,7 @@ fn check_without_driver(dir: &Path) -> bool {
     let refused = match run(mandatory, "mandatory") {
         Ok(out) => {
             let stderr = String::from_utf8_lossy(&out.stderr);
-            let ok = !out.status.success() && stderr.contains("no CUDA driver");
+            let ok = !out.status.success() && stderr.contains(missing);
             if !ok {
                 println!("gpu suite: {mandatory} under mandatory offload without a driver: {}, stderr:\n{stderr}", util::describe(out.status));
             }
@@ -193,7 +234,7 @@ fn check_without_driver(dir: &Path) -> bool {
     };
     let verdict = |ok: bool| if ok { "ok" } else { "FAILED" };
     println!(
-        "gpu suite: without a driver, mandatory offload stops with \"no CUDA driver\": {}; the default policy runs on the host: {}",
+        "gpu suite: without a driver, mandatory offload stops with \"{missing}\": {}; the default policy runs on the host: {}",
         verdict(refused),
         verdict(fell_back)
     );
@@ -215,8 +256,9 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
 
     let programs = sources(&at("tests/programs"));
     println!(
-        "gpu suite: compiling {} programs for {ARCH} ({JOBS} at a time)",
-        programs.len()
+        "gpu suite: compiling {} programs for {} ({JOBS} at a time)",
+        programs.len(),
+        arch()
     );
     let results = util::parallel(&programs, JOBS, |src| compile_one(src, &bin, &logs));
 
@@ -236,7 +278,7 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
     }
     util::write(&dir.join("tests.tsv"), manifest)?;
     let run_sh = dir.join("run.sh");
-    util::write(&run_sh, RUN_SH)?;
+    util::write(&run_sh, run_script(&arch()))?;
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&run_sh, std::fs::Permissions::from_mode(0o755))?;
@@ -254,8 +296,9 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
     util::write(&dir.join("compile-failures.txt"), &report)?;
     let compiled = results.len() - failures.len();
     println!(
-        "gpu suite: {compiled} of {} programs compiled for {ARCH}",
-        results.len()
+        "gpu suite: {compiled} of {} programs compiled for {}",
+        results.len(),
+        arch()
     );
     if !failures.is_empty() {
         println!("gpu suite: not compiled (logs in {}):", util::show(&logs));
@@ -275,6 +318,12 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
     Ok((compiled, results.len()))
 }
 
+/// The run script for `arch`.
+fn run_script(arch: &str) -> String {
+    let check = if is_amd(arch) { AMD_CHECK } else { NVIDIA_CHECK };
+    RUN_SH.replace("@ARCH@", arch).replace("@DRIVER_CHECK@", check)
+}
+
 fn compile_one(src: &Path, bin: &Path, logs: &Path) -> Compiled {
     let name = src
         .file_name()
@@ -284,7 +333,7 @@ fn compile_one(src: &Path, bin: &Path, logs: &Path) -> Compiled {
     let header = parse_header(&std::fs::read_to_string(src).unwrap_or_default());
     let exe = bin.join(stem(src));
     let log = logs.join(format!("{}.log", stem(src)));
-    let mut args = vec!["-O2".to_string(), format!("--offload-arch={ARCH}")];
+    let mut args = vec!["-O2".to_string(), format!("--offload-arch={}", arch())];
     args.extend(header.cflags.iter().cloned());
     args.extend(header.source_args(src));
     args.extend(["-o".into(), exe.display().to_string(), "-lm".into()]);
@@ -391,9 +440,16 @@ mod tests {
 
     #[test]
     fn run_script_reports_and_skips_without_a_driver() {
-        assert!(RUN_SH.starts_with("#!/usr/bin/env bash\n"));
-        assert!(RUN_SH.contains("GPU suite: skipped (no NVIDIA driver"));
-        assert!(RUN_SH.contains("echo \"$passed passed, $failed failed\""));
-        assert!(RUN_SH.contains("OMP_TARGET_OFFLOAD=mandatory"));
+        for arch in ["sm_90", "gfx90a"] {
+            let script = run_script(arch);
+            assert!(script.starts_with("#!/usr/bin/env bash\n"));
+            assert!(script.contains("echo \"$passed passed, $failed failed\""));
+            assert!(script.contains("OMP_TARGET_OFFLOAD=mandatory"));
+            assert!(!script.contains("@ARCH@") && !script.contains("@DRIVER_CHECK@"), "every placeholder filled for {arch}");
+            assert!(script.contains(&format!("compiled for {arch}")));
+        }
+        assert!(run_script("sm_90").contains("GPU suite: skipped (no NVIDIA driver: libcuda.so.1 not found)"));
+        assert!(run_script("sm_90").contains("grep -q 'libcuda\\.so\\.1'"));
+        assert!(run_script("gfx90a").contains("GPU suite: skipped (no AMD GPU driver: /dev/kfd not found)"));
     }
 }

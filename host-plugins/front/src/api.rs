@@ -556,7 +556,13 @@ pub extern "C" fn omp_target_associate_ptr(
     device_offset: usize,
     device_num: i32,
 ) -> i32 {
-    if host.is_null() || device_ptr.is_null() || device_num == initial_device() {
+    // LLVM's checks and messages, in its order.
+    if host.is_null() || device_ptr.is_null() || size == 0 {
+        diag::error("Call to omp_target_associate_ptr with invalid arguments");
+        return -1;
+    }
+    if device_num == initial_device() {
+        diag::error("omp_target_associate_ptr: no association possible on the host");
         return -1;
     }
     let Some(d) = device(device_num, "omp_target_associate_ptr") else {
@@ -566,11 +572,11 @@ pub extern "C" fn omp_target_associate_ptr(
     let host = host as usize;
     let target = device_ptr as usize + device_offset;
     if let Some(existing) = table.find(host, size) {
-        return if existing.device_address(host) == target {
-            0
-        } else {
-            -1
-        };
+        if existing.device_address(host) == target && existing.host_end - existing.host_begin == size {
+            return 0;
+        }
+        diag::error("Not allowed to re-associate a different device ptr+offset with the same host ptr");
+        return -1;
     }
     table.insert(MapEntry {
         host_begin: host,
@@ -580,28 +586,40 @@ pub extern "C" fn omp_target_associate_ptr(
         hold_refs: 0,
         infinite: true,
         owned: false,
+        name: 0,
     });
     0
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_target_disassociate_ptr(host: *const c_void, device_num: i32) -> i32 {
+    if host.is_null() {
+        diag::error("Call to omp_target_disassociate_ptr with invalid host_ptr");
+        return -1;
+    }
+    if device_num == initial_device() {
+        diag::error("omp_target_disassociate_ptr: no association possible on the host");
+        return -1;
+    }
     let Some(d) = device(device_num, "omp_target_disassociate_ptr") else {
         return -1;
     };
     let mut table = d.table();
-    match table.find(host as usize, 0) {
-        Some(e) if e.infinite && !e.owned && e.host_begin == host as usize => {
-            table.remove(host as usize);
-            0
-        }
-        _ => {
-            diag::error(&format!(
-                "omp_target_disassociate_ptr: {host:p} is not associated on device {device_num}"
-            ));
-            -1
-        }
+    // Only an entry that begins at `host` (LLVM looks the exact address up).
+    let Some(entry) = table.find(host as usize, 0).filter(|e| e.host_begin == host as usize) else {
+        diag::error("Association not found");
+        return -1;
+    };
+    if entry.hold_refs != 0 {
+        diag::error("Trying to disassociate a pointer with a non-zero hold reference count");
+        return -1;
     }
+    if !entry.infinite {
+        diag::error("Trying to disassociate a pointer which was not mapped via omp_target_associate_ptr");
+        return -1;
+    }
+    table.remove(host as usize);
+    0
 }
 
 // Interoperability objects (`omp interop`): no plugin of this runtime offers a foreign runtime
@@ -641,6 +659,29 @@ pub extern "C" fn omp_get_interop_type_desc(
 ) -> *const c_char {
     std::ptr::null()
 }
+/// Waits for a construct's `depend` list, as libomp's `__kmpc_omp_wait_deps` does for a task
+/// (the list is clang's `kmp_depend_info` array, passed through).
+fn wait_for_dependences(ident: *mut c_void, gtid: i32, ndeps: i32, deps: *mut c_void) {
+    type WaitDeps = unsafe extern "C" fn(*mut c_void, i32, i32, *mut c_void, i32, *mut c_void);
+    static WAIT_DEPS: std::sync::OnceLock<Option<WaitDeps>> = std::sync::OnceLock::new();
+    if ndeps <= 0 || deps.is_null() {
+        return;
+    }
+    let wait = WAIT_DEPS.get_or_init(|| {
+        // SAFETY: dlsym with RTLD_DEFAULT and a valid C string.
+        let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__kmpc_omp_wait_deps".as_ptr()) };
+        // SAFETY: libomp's __kmpc_omp_wait_deps has this signature.
+        (!f.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, WaitDeps>(f) })
+    });
+    match wait {
+        // SAFETY: clang's location, thread id and dependence list, forwarded unchanged.
+        Some(wait) => unsafe { wait(ident, gtid, ndeps, deps, 0, std::ptr::null_mut()) },
+        None => diag::error("interop: libomp's __kmpc_omp_wait_deps is not loaded; the depend clause is not honoured"),
+    }
+}
+
+/// No plugin of this runtime offers a foreign runtime handle: every interop is
+/// `omp_interop_none`, without a message (as LLVM's host plugin).
 #[unsafe(no_mangle)]
 pub extern "C" fn __tgt_interop_get(
     _ident: *mut c_void,
@@ -650,76 +691,82 @@ pub extern "C" fn __tgt_interop_get(
     _gtid: i32,
     _task: *mut c_void,
 ) -> *mut c_void {
-    diag::error(
-        "interop: no device of this runtime provides a foreign runtime handle (omp_interop_none)",
-    );
     std::ptr::null_mut()
 }
+
+/// `#pragma omp interop init(...)`, as clang-22 calls it; waits for the `depend` list first.
+///
+/// # Safety
+/// `interop` is null or the interop variable's address; `deps` holds `ndeps` dependences.
 #[unsafe(no_mangle)]
-pub extern "C" fn __tgt_interop_init(
-    _ident: *mut c_void,
-    _gtid: i32,
+pub unsafe extern "C" fn __tgt_interop_init(
+    ident: *mut c_void,
+    gtid: i32,
     interop: *mut *mut c_void,
     _interop_type: i32,
-    _device: i64,
-    _ndeps: i32,
-    _deps: *mut c_void,
-    _ndeps_noalias: i32,
-    _noalias: *mut c_void,
-) {
-    if !interop.is_null() {
-        // SAFETY: clang passes the interop variable's address.
-        unsafe { *interop = std::ptr::null_mut() };
-    }
-    diag::error("interop init: no device of this runtime provides a foreign runtime handle (omp_interop_none)");
-}
-#[unsafe(no_mangle)]
-pub extern "C" fn __tgt_interop_use(
-    _ident: *mut c_void,
-    _gtid: i32,
-    _interop: *mut c_void,
-    _device: i64,
-    _ndeps: i32,
-    _deps: *mut c_void,
-    _ndeps_noalias: i32,
-    _noalias: *mut c_void,
+    _device: i32,
+    ndeps: i32,
+    deps: *mut c_void,
     _nowait: i32,
 ) {
+    wait_for_dependences(ident, gtid, ndeps, deps);
+    if !interop.is_null() {
+        // SAFETY: guaranteed by the caller.
+        unsafe { *interop = std::ptr::null_mut() };
+    }
 }
+
+/// `#pragma omp interop use(...)`: waits for the `depend` list (also for `omp_interop_none`).
+#[unsafe(no_mangle)]
+pub extern "C" fn __tgt_interop_use(
+    ident: *mut c_void,
+    gtid: i32,
+    _interop: *mut *mut c_void,
+    _device: i32,
+    ndeps: i32,
+    deps: *mut c_void,
+    _nowait: i32,
+) {
+    wait_for_dependences(ident, gtid, ndeps, deps);
+}
+/// LLVM's internal entry points behind `use` / `destroy` (clang-22 does not call them): exported
+/// for ABI completeness, they have nothing to do without interop objects.
 #[unsafe(no_mangle)]
 pub extern "C" fn __tgt_interop_use60(
     _ident: *mut c_void,
-    _gtid: i32,
     _interop: *mut c_void,
-    _nowait: i32,
-    _ndeps: i32,
+    _ctx: *mut c_void,
     _deps: *mut c_void,
 ) -> i32 {
     0
 }
+
+/// `#pragma omp interop destroy(...)`: waits for the `depend` list, then the variable is
+/// `omp_interop_none`.
+///
+/// # Safety
+/// `interop` is null or the interop variable's address; `deps` holds `ndeps` dependences.
 #[unsafe(no_mangle)]
-pub extern "C" fn __tgt_interop_destroy(
-    _ident: *mut c_void,
-    _gtid: i32,
+pub unsafe extern "C" fn __tgt_interop_destroy(
+    ident: *mut c_void,
+    gtid: i32,
     interop: *mut *mut c_void,
-    _device: i64,
-    _ndeps: i32,
-    _deps: *mut c_void,
-    _ndeps_noalias: i32,
-    _noalias: *mut c_void,
+    _device: i32,
+    ndeps: i32,
+    deps: *mut c_void,
     _nowait: i32,
 ) {
+    wait_for_dependences(ident, gtid, ndeps, deps);
     if !interop.is_null() {
-        // SAFETY: clang passes the interop variable's address.
+        // SAFETY: guaranteed by the caller.
         unsafe { *interop = std::ptr::null_mut() };
     }
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn __tgt_interop_release(
     _ident: *mut c_void,
-    _gtid: i32,
     _interop: *mut c_void,
-    _ndeps: i32,
+    _ctx: *mut c_void,
     _deps: *mut c_void,
 ) -> i32 {
     0

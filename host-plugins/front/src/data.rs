@@ -17,8 +17,9 @@ use crate::runtime::DeviceState;
 use rustomp_abi::{MapType, NonContigDim};
 use rustomp_plugin::mapping::{Lookup, MapEntry, MappingTable, ShadowPointer};
 use rustomp_plugin::{AllocKind, ErrorKind, OffloadError, Result};
+use diag::Ptr;
 use std::cell::RefCell;
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 
 /// One list item of a map clause.
 #[derive(Debug, Clone, Copy)]
@@ -28,6 +29,8 @@ pub struct MapItem {
     pub size: i64,
     pub kind: MapType,
     pub mapper: *mut c_void,
+    /// clang's name of the item (`;expression;file;line;column;;`, with `-g`), or null.
+    pub name: *const c_char,
 }
 
 /// The arrays clang passes, gathered into items.
@@ -69,6 +72,7 @@ impl MapList {
         begins: *mut *mut c_void,
         sizes: *const i64,
         types: *const i64,
+        names: *const *const c_char,
         mappers: *mut *mut c_void,
     ) -> Self {
         let mut items = Vec::with_capacity(count.max(0) as usize);
@@ -81,6 +85,7 @@ impl MapList {
                     size: *sizes.add(i),
                     kind: MapType::from_bits_retain(*types.add(i) as u64),
                     mapper: if mappers.is_null() { std::ptr::null_mut() } else { *mappers.add(i) },
+                    name: if names.is_null() { std::ptr::null() } else { *names.add(i) },
                 });
             }
         }
@@ -118,15 +123,17 @@ fn expand(items: &[MapItem]) -> Vec<Step> {
         let mapper: MapperFn = unsafe { std::mem::transmute::<*mut c_void, MapperFn>(item.mapper) };
         // SAFETY: as above; base, begin, size and type are the clause item's own.
         unsafe {
-            mapper(std::ptr::null_mut(), item.base, item.begin, item.size, item.kind.bits() as i64, std::ptr::null_mut())
+            mapper(std::ptr::null_mut(), item.base, item.begin, item.size, item.kind.bits() as i64, item.name as *mut c_void)
         };
         let components = MAPPER_COMPONENTS.with(|c| std::mem::replace(&mut *c.borrow_mut(), saved));
+        // The list item's `always` holds for everything its mapper maps.
+        let always = item.kind & MapType::ALWAYS;
         debug!("mapper of item {origin} reported {} component(s)", components.len());
         steps.extend(components.into_iter().enumerate().map(|(index, c)| Step {
             origin,
             list: Some(origin),
             index,
-            item: MapItem { mapper: std::ptr::null_mut(), ..c },
+            item: MapItem { mapper: std::ptr::null_mut(), kind: c.kind | always, ..c },
         }));
     }
     steps
@@ -140,21 +147,44 @@ fn pointer_item(item: &MapItem, kept: MapType) -> MapItem {
         size: POINTER_SIZE as i64,
         kind: item.kind & kept,
         mapper: std::ptr::null_mut(),
+        name: std::ptr::null(),
     }
 }
 
-/// A map clause the table cannot honour. The construct's location is added where it is reported.
-fn mapping_error(device: &DeviceState, what: String) -> OffloadError {
-    OffloadError::new(ErrorKind::MappingError, format!("device {}: {what}", device.id))
-}
 
 fn item_size(item: &MapItem) -> usize {
     item.size.max(0) as usize
 }
 
+/// The name of the entry at `key`, as LLVM's messages show it.
+fn entry_name(table: &MappingTable, key: usize) -> String {
+    diag::map_name(table.get(key).map_or(0, |e| e.name) as *const c_char)
+}
+
+/// LLVM's `LIBOMPTARGET_INFO` 0x20 line for a copy to the device.
+fn info_to_device(device: &DeviceState, host: usize, device_address: usize, size: usize, name: impl FnOnce() -> String) {
+    if diag::info_enabled(diag::infotype::DATA_TRANSFER) {
+        rustomp_plugin::diag::info(
+            device.id,
+            format_args!("Copying data from host to device, HstPtr={}, TgtPtr={}, Size={size}, Name={}", Ptr(host), Ptr(device_address), name()),
+        );
+    }
+}
+
+/// LLVM's `LIBOMPTARGET_INFO` 0x20 line for a copy to the host.
+fn info_from_device(device: &DeviceState, host: usize, device_address: usize, size: usize, name: impl FnOnce() -> String) {
+    if diag::info_enabled(diag::infotype::DATA_TRANSFER) {
+        rustomp_plugin::diag::info(
+            device.id,
+            format_args!("Copying data from device to host, TgtPtr={}, HstPtr={}, Size={size}, Name={}", Ptr(device_address), Ptr(host), name()),
+        );
+    }
+}
+
 /// Copies host → device and rewrites the attached pointers inside the range with their device
 /// values (the host copy holds host addresses there).
 fn copy_to(device: &DeviceState, table: &MappingTable, key: usize, host: usize, device_address: usize, size: usize) -> Result<()> {
+    info_to_device(device, host, device_address, size, || entry_name(table, key));
     // SAFETY: `host` is the user's mapped object of `size` bytes; the device range lies in entry `key`.
     unsafe { device.backend.copy_to_device(device_address as *mut c_void, host as *const c_void, size)? };
     for shadow in table.shadows_within(key, host, size) {
@@ -176,6 +206,7 @@ fn copy_from(device: &DeviceState, table: &MappingTable, key: usize, host: usize
     let shadows = table.shadows_within(key, host, size);
     // SAFETY: each shadow's host address is a pointer variable inside the user's mapped range.
     let kept: Vec<usize> = shadows.iter().map(|s| unsafe { (s.host_address as *const usize).read_unaligned() }).collect();
+    info_from_device(device, host, device_address, size, || entry_name(table, key));
     // SAFETY: `host` is the user's mapped object of `size` bytes; the device range lies in entry `key`.
     unsafe { device.backend.copy_from_device(host as *mut c_void, device_address as *const c_void, size)? };
     for (shadow, value) in shadows.iter().zip(kept) {
@@ -228,59 +259,78 @@ fn map_one(
     let begin = item.begin as usize;
     let size = item_size(item);
     let hold = item.kind.contains(MapType::OMPX_HOLD);
+    let present = item.kind.contains(MapType::PRESENT);
     let found = match table.lookup(begin, size) {
         Lookup::Contained(key) => Some(key),
         // An implicit map (a variable the region uses) takes whatever part of it is mapped.
         Lookup::PartialOverlap(key) if item.kind.contains(MapType::IMPLICIT) => Some(key),
         Lookup::PartialOverlap(key) => {
             let entry = table.get(key).expect("looked up");
-            return Err(mapping_error(
-                device,
-                format!(
-                    "host range {begin:#x}+{size} only partly overlaps the mapped range {:#x}+{} (explicit extension is not allowed)",
-                    entry.host_begin,
-                    entry.host_end - entry.host_begin
-                ),
+            diag::message(format_args!(
+                "explicit extension not allowed: host address specified is {} ({size} bytes), but device allocation maps to host at {} ({} bytes)",
+                Ptr(begin),
+                Ptr(entry.host_begin),
+                entry.host_end - entry.host_begin
             ));
+            return Err(not_mapped(begin, size, present));
         }
         Lookup::Absent => None,
     };
     let (key, device_address, created) = match found {
         Some(key) => {
             let entry = table.get_mut(key).expect("looked up");
-            if update_ref && !entry.infinite {
+            // An infinite entry (global, associated pointer) still counts holds, as LLVM's.
+            if update_ref {
                 if hold {
                     entry.hold_refs += 1
-                } else {
+                } else if !entry.infinite {
                     entry.dynamic_refs += 1
                 }
             }
             let device_address = entry.device_address(begin);
-            info!(
-                diag::infotype::MAPPING_EXISTS,
-                device.id,
-                "mapping exists: host {begin:#x} -> device {device_address:#x}, {size} bytes, refs {}/{}",
-                entry.dynamic_refs,
-                entry.hold_refs
-            );
+            if diag::info_enabled(diag::infotype::MAPPING_EXISTS) {
+                let action = if update_ref { " (incremented)" } else { " (update suppressed)" };
+                let (dynamic_action, hold_action) = if hold { ("", action) } else { (action, "") };
+                rustomp_plugin::diag::info(
+                    device.id,
+                    format_args!(
+                        "Mapping exists{} with HstPtrBegin={}, TgtPtrBegin={}, Size={size}, DynRefCount={}{dynamic_action}, HoldRefCount={}{hold_action}, Name={}",
+                        if item.kind.contains(MapType::IMPLICIT) { " (implicit)" } else { "" },
+                        Ptr(begin),
+                        Ptr(device_address),
+                        dynamic_refs(entry),
+                        entry.hold_refs,
+                        diag::map_name(item.name)
+                    ),
+                );
+            }
             (key, device_address, entering.created_entry(key))
         }
         None => {
-            if item.kind.contains(MapType::PRESENT) {
-                return Err(mapping_error(
-                    device,
-                    format!("'present' map of host address {begin:#x} ({size} bytes), which is not mapped"),
-                ));
+            if zero_copy(device, item.kind) {
+                // No entry and no copy: the region uses the host's copy ('present' holds).
+                if size != 0 {
+                    info!(diag::infotype::MAPPING_CHANGED, device.id, "Return HstPtrBegin {} Size={size} for unified shared memory", Ptr(begin));
+                }
+                return Ok(Some(begin));
+            }
+            if present {
+                return Err(not_mapped(begin, size, true));
             }
             if size == 0 {
+                let counted = item.kind.bits() != 0 && item.kind.member_of().is_none() && !item.kind.contains(MapType::IMPLICIT);
+                if counted {
+                    info!(diag::infotype::EMPTY_MAPPING, device.id, "variable {} does not have a valid device counterpart", diag::map_name(item.name));
+                }
                 return Ok(None);
             }
-            let allocation = device.backend.alloc(size + padding, AllocKind::Device).map_err(|e| {
-                OffloadError::new(
-                    e.kind,
-                    format!("device {}: cannot map host address {begin:#x} ({size} bytes): {e}", device.id),
-                )
-            })? as usize;
+            let allocation = match device.backend.alloc(size + padding, AllocKind::Device) {
+                Ok(allocation) => allocation as usize,
+                Err(e) => {
+                    diag::error(&format!("device {}: cannot map host address {} ({size} bytes): {e}", device.id, Ptr(begin)));
+                    return Err(not_mapped(begin, size, false));
+                }
+            };
             let device_begin = allocation + padding;
             table.insert_mapped(
                 MapEntry {
@@ -291,12 +341,24 @@ fn map_one(
                     hold_refs: hold as u64,
                     infinite: false,
                     owned: true,
+                    name: item.name as usize,
                 },
                 item.base as usize,
                 padding,
             );
             entering.created.push((begin, begin + size));
-            info!(diag::infotype::MAPPING_CHANGED, device.id, "mapped host {begin:#x} -> device {device_begin:#x}, {size} bytes");
+            info!(
+                diag::infotype::MAPPING_CHANGED,
+                device.id,
+                "Creating new map entry with HstPtrBase={}, HstPtrBegin={}, TgtAllocBegin={}, TgtPtrBegin={}, Size={size}, DynRefCount={}, HoldRefCount={}, Name={}",
+                Ptr(item.base as usize),
+                Ptr(begin),
+                Ptr(allocation),
+                Ptr(device_begin),
+                (!hold) as u64,
+                hold as u64,
+                diag::map_name(item.name)
+            );
             (begin, device_begin, true)
         }
     };
@@ -306,6 +368,38 @@ fn map_one(
         copy_to(device, table, key, begin, device_address, size)?;
     }
     Ok(Some(device_address))
+}
+
+/// `INF` for an entry that is never unmapped, else its dynamic count (LLVM's notation).
+fn dynamic_refs(entry: &MapEntry) -> String {
+    if entry.infinite {
+        "INF".into()
+    } else {
+        entry.dynamic_refs.to_string()
+    }
+}
+
+/// Whether maps of `kind` on `device` use the host's memory directly: `requires
+/// unified_shared_memory` on a device that reaches host memory (unless `close`), or the
+/// device's automatic zero-copy (LLVM's AMD APU mode, `OMPX_APU_MAPS`).
+fn zero_copy(device: &DeviceState, kind: MapType) -> bool {
+    let usm = crate::runtime::runtime().requires_unified_shared_memory() && device.backend.shares_host_memory();
+    (usm && !kind.contains(MapType::CLOSE)) || device.backend.uses_auto_zero_copy()
+}
+
+/// An item that must be mapped and cannot be: LLVM's messages (the 'present' one when the map
+/// has the modifier), and the error that ends the construct (reported already, see `report`).
+fn not_mapped(begin: usize, size: usize, present: bool) -> OffloadError {
+    if present {
+        diag::message(format_args!(
+            "device mapping required by 'present' map type modifier does not exist for host address {} ({size} bytes)",
+            Ptr(begin)
+        ));
+    }
+    let why = if present { "'present' map type modifier" } else { "device failure or illegal mapping" };
+    let report = format!("Call to getTargetPointer returned null pointer ({why}).");
+    diag::error(&report);
+    OffloadError::new(ErrorKind::MappingError, report)
 }
 
 /// Whether step `n` is the combined entry of a struct mapped member by member: the next item
@@ -345,6 +439,7 @@ fn attach_all(device: &DeviceState, table: &mut MappingTable, entering: &Enterin
             continue; // already attached to this pointee
         }
         debug!("attach: device pointer at {slot:#x} = {device_value:#x} (host pointer at {:#x})", a.pointer);
+        info_to_device(device, &device_value as *const usize as usize, slot, POINTER_SIZE, || entry_name(table, pointer_key));
         // SAFETY: the slot lies in the mapped device copy of the pointer variable.
         unsafe {
             device.backend.copy_to_device(
@@ -383,6 +478,7 @@ fn begin_locked(
     steps: &[Step],
     mut return_bases: Option<&mut [*mut c_void]>,
 ) -> Result<()> {
+    check_present_on_entry(device, table, steps)?;
     let mut entering = Entering::default();
     for (n, step) in steps.iter().enumerate() {
         let item = &step.item;
@@ -431,20 +527,79 @@ fn begin_locked(
     attach_all(device, table, &entering)
 }
 
+/// Items of a construct that map memory (not private copies, attachments or descriptors).
+fn maps_memory(item: &MapItem) -> bool {
+    !item.kind.intersects(MapType::LITERAL | MapType::PRIVATE | MapType::ATTACH | MapType::NON_CONTIG)
+}
+
+/// Several map entries for one item in one construct (upstream's direction after LLVM 22):
+/// `present` is checked against the table as the construct found it, so another entry of the
+/// same construct that maps the item does not make it present. An item with no such sibling
+/// is checked where it is mapped, with LLVM 22's messages.
+fn check_present_on_entry(device: &DeviceState, table: &MappingTable, steps: &[Step]) -> Result<()> {
+    for (i, step) in steps.iter().enumerate() {
+        let item = &step.item;
+        if !item.kind.contains(MapType::PRESENT) || !maps_memory(item) || zero_copy(device, item.kind) {
+            continue;
+        }
+        let (begin, size) = (item.begin as usize, item_size(item));
+        if !matches!(table.lookup(begin, size), Lookup::Absent) {
+            continue;
+        }
+        let end = begin + size.max(1);
+        let sibling = steps.iter().enumerate().any(|(j, other)| {
+            let (b, e) = (other.item.begin as usize, other.item.begin as usize + item_size(&other.item).max(1));
+            j != i && maps_memory(&other.item) && b < end && begin < e
+        });
+        if sibling {
+            diag::message(format_args!(
+                "device mapping required by 'present' map type modifier does not exist for host address {} ({size} bytes)",
+                Ptr(begin)
+            ));
+            let report = format!("Pointer {} was not present on the device upon entry to the region.", Ptr(begin));
+            diag::error(&report);
+            return Err(OffloadError::new(ErrorKind::MappingError, report));
+        }
+    }
+    Ok(())
+}
+
+/// Copies back the `from` items of the construct that lie in the entry at `key`, which is about
+/// to go: `from` applies when the construct releases the item, whichever of its entries does,
+/// and before a `delete` of it.
+fn copy_back_pending(device: &DeviceState, table: &MappingTable, key: usize, pending: &mut Vec<(usize, usize)>) -> Result<()> {
+    let entry = table.get(key).expect("looked up");
+    let (entry_begin, entry_end) = (entry.host_begin, entry.host_end);
+    let (due, kept): (Vec<_>, Vec<_>) = pending.iter().partition(|&&(b, n)| entry_begin <= b && b + n <= entry_end);
+    *pending = kept;
+    for (begin, size) in due {
+        let device_address = table.get(key).expect("looked up").device_address(begin);
+        copy_from(device, table, key, begin, device_address, size)?;
+    }
+    Ok(())
+}
+
 /// Removes one reference; copies back and removes the entry when due. Returns the device
 /// allocation to free, if the entry went.
-fn unmap_one(device: &DeviceState, table: &mut MappingTable, item: &MapItem, update_ref: bool) -> Result<Option<usize>> {
+fn unmap_one(
+    device: &DeviceState,
+    table: &mut MappingTable,
+    item: &MapItem,
+    update_ref: bool,
+    pending_from: &mut Vec<(usize, usize)>,
+) -> Result<Option<usize>> {
     let begin = item.begin as usize;
     let size = item_size(item);
     let key = match table.lookup(begin, size) {
         Lookup::Contained(key) => key,
         Lookup::PartialOverlap(key) if item.kind.contains(MapType::IMPLICIT) => key,
         Lookup::PartialOverlap(_) | Lookup::Absent => {
-            if item.kind.contains(MapType::PRESENT) {
-                return Err(mapping_error(
-                    device,
-                    format!("'present' unmap of host address {begin:#x} ({size} bytes), which is not mapped"),
+            if item.kind.contains(MapType::PRESENT) && !zero_copy(device, item.kind) {
+                diag::message(format_args!(
+                    "device mapping required by 'present' map type modifier does not exist for host address {} ({size} bytes)",
+                    Ptr(begin)
                 ));
+                return Err(OffloadError::new(ErrorKind::MappingError, "'present' unmap of an unmapped item"));
             }
             return Ok(None); // not mapped on exit: ignored (OpenMP 5.1, map clause)
         }
@@ -453,7 +608,7 @@ fn unmap_one(device: &DeviceState, table: &mut MappingTable, item: &MapItem, upd
     let force_delete = item.kind.contains(MapType::DELETE);
     let entry = table.get_mut(key).expect("looked up");
     let last = entry.is_last_reference(hold, force_delete);
-    if !entry.infinite {
+    if hold || !entry.infinite {
         let counter = if hold { &mut entry.hold_refs } else { &mut entry.dynamic_refs };
         if force_delete {
             *counter = 0;
@@ -466,19 +621,43 @@ fn unmap_one(device: &DeviceState, table: &mut MappingTable, item: &MapItem, upd
     let removable = !entry.infinite
         && entry.total_refs() == 0
         && (item.kind.member_of().is_none() || item.kind.contains(MapType::PTR_AND_OBJ));
+    if diag::info_enabled(diag::infotype::MAPPING_EXISTS) {
+        let action = match (force_delete, update_ref, removable) {
+            (true, _, _) => " (reset, delayed deletion)",
+            (false, true, true) => " (decremented, delayed deletion)",
+            (false, true, false) => " (decremented)",
+            (false, false, _) => " (update suppressed)",
+        };
+        let (dynamic_action, hold_action) = if hold { ("", action) } else { (action, "") };
+        rustomp_plugin::diag::info(
+            device.id,
+            format_args!(
+                "Mapping exists with HstPtrBegin={}, TgtPtrBegin={}, Size={size}, DynRefCount={}{dynamic_action}, HoldRefCount={}{hold_action}",
+                Ptr(begin),
+                Ptr(device_address),
+                dynamic_refs(entry),
+                entry.hold_refs
+            ),
+        );
+    }
     if item.kind.contains(MapType::FROM) && (last || item.kind.contains(MapType::ALWAYS)) && size > 0 {
         copy_from(device, table, key, begin, device_address, size)?;
+        if let Some(at) = pending_from.iter().position(|&range| range == (begin, size)) {
+            pending_from.swap_remove(at);
+        }
     }
     if !removable {
         return Ok(None);
     }
+    copy_back_pending(device, table, key, pending_from)?;
     let (entry, allocation) = table.remove_with_allocation(key).expect("looked up");
     info!(
         diag::infotype::MAPPING_CHANGED,
         device.id,
-        "unmapped host {:#x} ({} bytes)",
-        entry.host_begin,
-        entry.host_end - entry.host_begin
+        "Removing map entry with HstPtrBegin={}, TgtPtrBegin={}, Size={size}, Name={}",
+        Ptr(entry.host_begin),
+        Ptr(entry.device_begin),
+        diag::map_name(entry.name as *const c_char)
     );
     Ok(entry.owned.then_some(allocation))
 }
@@ -499,6 +678,12 @@ pub fn end(device: &DeviceState, items: &[MapItem]) -> Result<()> {
 }
 
 fn end_locked(device: &DeviceState, table: &mut MappingTable, steps: &[Step], frees: &mut Vec<usize>) -> Result<()> {
+    let mut pending_from: Vec<(usize, usize)> = steps
+        .iter()
+        .map(|s| &s.item)
+        .filter(|item| item.kind.contains(MapType::FROM) && maps_memory(item) && item.size > 0)
+        .map(|item| (item.begin as usize, item_size(item)))
+        .collect();
     for step in steps.iter().rev() {
         let item = &step.item;
         let skipped = MapType::LITERAL | MapType::PRIVATE | MapType::ATTACH | MapType::NON_CONTIG;
@@ -507,11 +692,11 @@ fn end_locked(device: &DeviceState, table: &mut MappingTable, steps: &[Step], fr
         }
         let is_member = item.kind.member_of().is_some();
         let pointee_refs = !is_member || item.kind.contains(MapType::PTR_AND_OBJ);
-        frees.extend(unmap_one(device, table, item, pointee_refs)?);
+        frees.extend(unmap_one(device, table, item, pointee_refs, &mut pending_from)?);
         if item.kind.contains(MapType::PTR_AND_OBJ) {
             // The pointer variable counted a reference on entry unless it is a member.
             let pointer = pointer_item(item, MapType::OMPX_HOLD | MapType::DELETE | MapType::IMPLICIT);
-            frees.extend(unmap_one(device, table, &pointer, !is_member)?);
+            frees.extend(unmap_one(device, table, &pointer, !is_member, &mut pending_from)?);
         }
     }
     Ok(())
@@ -539,10 +724,11 @@ pub fn update(device: &DeviceState, items: &[MapItem]) -> Result<()> {
 fn update_contiguous(device: &DeviceState, table: &MappingTable, kind: MapType, host: usize, size: usize) -> Result<()> {
     let Lookup::Contained(key) = table.lookup(host, size) else {
         if kind.contains(MapType::PRESENT) {
-            return Err(mapping_error(
-                device,
-                format!("'present' update of host address {host:#x} ({size} bytes), which is not mapped"),
+            diag::message(format_args!(
+                "device mapping required by 'present' motion modifier does not exist for host address {} ({size} bytes)",
+                Ptr(host)
             ));
+            return Err(OffloadError::new(ErrorKind::MappingError, "'present' update of an unmapped item"));
         }
         return Ok(());
     };
@@ -606,6 +792,36 @@ fn update_non_contiguous(device: &DeviceState, table: &MappingTable, item: &MapI
         update_contiguous(device, table, item.kind, host, length.max(0) as usize)?;
     }
     Ok(())
+}
+
+/// LLVM's `LIBOMPTARGET_INFO` 0x1 listing of a construct's map items.
+pub fn print_kernel_arguments(id: usize, region: &str, loc: &diag::Location, items: &[MapItem]) {
+    let at = loc.source();
+    rustomp_plugin::diag::info(id, format_args!("{region} at {}:{}:{} with {} arguments:", at.file, at.line, at.column, items.len()));
+    for item in items {
+        let k = item.kind;
+        let kind = if k.contains(MapType::ATTACH) && k.contains(MapType::ALWAYS) {
+            "attach:always"
+        } else if k.contains(MapType::ATTACH) {
+            "attach"
+        } else if k.contains(MapType::TO | MapType::FROM) {
+            "tofrom"
+        } else if k.contains(MapType::TO) {
+            "to"
+        } else if k.contains(MapType::FROM) {
+            "from"
+        } else if k.contains(MapType::PRIVATE) {
+            "private"
+        } else if k.contains(MapType::LITERAL) {
+            "firstprivate"
+        } else if item.size != 0 {
+            "alloc"
+        } else {
+            "use_address"
+        };
+        let implicit = if k.contains(MapType::IMPLICIT) { "(implicit)" } else { "" };
+        rustomp_plugin::diag::info(id, format_args!("{kind}({})[{}] {implicit}", diag::map_name(item.name), item.size));
+    }
 }
 
 /// What a kernel launch needs from the map clauses: the argument values and the private
@@ -693,6 +909,8 @@ fn private_argument(device: &DeviceState, table: &MappingTable, item: &MapItem, 
         return Ok(buffer);
     }
     if item.kind.contains(MapType::TO) && size > 0 {
+        let name = || table.find(item.begin as usize, size).map_or(0, |e| e.name);
+        info_to_device(device, item.begin as usize, buffer, size, || diag::map_name(name() as *const c_char));
         // SAFETY: the host object holds `size` bytes; the buffer was just allocated.
         unsafe { device.backend.copy_to_device(buffer as *mut c_void, item.begin, size)? };
     }

@@ -92,11 +92,8 @@ pub extern "C" fn __tgt_print_device_info(device_id: i64) -> i32 {
 pub extern "C" fn ompx_dump_mapping_tables() {
     guard("ompx_dump_mapping_tables", (), || {
         let rt = runtime::runtime();
-        for id in 0..rt.num_devices() {
-            if let Ok(device) = rt.device(id) {
-                runtime::dump_table(id, &device.table());
-            }
-        }
+        let _ = rt;
+        target::dump_tables(&diag::SourceInfo::of_name(c";libomptarget;libomptarget;0;0;;".as_ptr()), true);
     })
 }
 
@@ -152,6 +149,7 @@ unsafe fn legacy_target(
     begins: *mut *mut c_void,
     sizes: *mut i64,
     types: *mut i64,
+    names: *mut *mut c_void,
     mappers: *mut *mut c_void,
     teams: i32,
     threads: i32,
@@ -163,7 +161,7 @@ unsafe fn legacy_target(
         arg_ptrs: begins,
         arg_sizes: sizes,
         arg_types: types,
-        arg_names: std::ptr::null_mut(),
+        arg_names: names as *mut *const std::ffi::c_char,
         arg_mappers: mappers,
         tripcount: 0,
         flags: 0,
@@ -189,14 +187,14 @@ macro_rules! forwarding_exports {
     )*};
 }
 forwarding_exports! {
-    __tgt_target(device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => legacy_target(std::ptr::null_mut(), device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), 0, 0);
-    __tgt_target_nowait(device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => legacy_target(std::ptr::null_mut(), device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), 0, 0);
-    __tgt_target_mapper(ident: *mut Ident, device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void) => legacy_target(ident, device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers, 0, 0);
-    __tgt_target_nowait_mapper(ident: *mut Ident, device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => legacy_target(ident, device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers, 0, 0);
-    __tgt_target_teams(device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, team_num: i32, thread_limit: i32) => legacy_target(std::ptr::null_mut(), device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), team_num, thread_limit);
-    __tgt_target_teams_nowait(device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, team_num: i32, thread_limit: i32, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => legacy_target(std::ptr::null_mut(), device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), team_num, thread_limit);
-    __tgt_target_teams_mapper(ident: *mut Ident, device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, team_num: i32, thread_limit: i32) => legacy_target(ident, device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers, team_num, thread_limit);
-    __tgt_target_teams_nowait_mapper(ident: *mut Ident, device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, team_num: i32, thread_limit: i32, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => legacy_target(ident, device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers, team_num, thread_limit);
+    __tgt_target(device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => legacy_target(std::ptr::null_mut(), device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), std::ptr::null_mut(), 0, 0);
+    __tgt_target_nowait(device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => legacy_target(std::ptr::null_mut(), device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), std::ptr::null_mut(), 0, 0);
+    __tgt_target_mapper(ident: *mut Ident, device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void) => legacy_target(ident, device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, arg_names, arg_mappers, 0, 0);
+    __tgt_target_nowait_mapper(ident: *mut Ident, device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => legacy_target(ident, device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, arg_names, arg_mappers, 0, 0);
+    __tgt_target_teams(device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, team_num: i32, thread_limit: i32) => legacy_target(std::ptr::null_mut(), device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), std::ptr::null_mut(), team_num, thread_limit);
+    __tgt_target_teams_nowait(device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, team_num: i32, thread_limit: i32, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => legacy_target(std::ptr::null_mut(), device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), std::ptr::null_mut(), team_num, thread_limit);
+    __tgt_target_teams_mapper(ident: *mut Ident, device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, team_num: i32, thread_limit: i32) => legacy_target(ident, device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, arg_names, arg_mappers, team_num, thread_limit);
+    __tgt_target_teams_nowait_mapper(ident: *mut Ident, device_id: i64, host_ptr: *mut c_void, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, team_num: i32, thread_limit: i32, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => legacy_target(ident, device_id, host_ptr, arg_num, args_base, args, arg_sizes, arg_types, arg_names, arg_mappers, team_num, thread_limit);
 }
 
 /// Which data operation a `__tgt_target_data_*` export performs.
@@ -219,11 +217,12 @@ unsafe fn data_op(
     begins: *mut *mut c_void,
     sizes: *mut i64,
     types: *mut i64,
+    names: *mut *mut c_void,
     mappers: *mut *mut c_void,
 ) -> i32 {
     guard("target data", OFFLOAD_FAIL, || {
         // SAFETY: guaranteed by the caller.
-        let list = unsafe { MapList::from_raw(arg_num, bases, begins, sizes, types, mappers) };
+        let list = unsafe { MapList::from_raw(arg_num, bases, begins, sizes, types, names as *const *const std::ffi::c_char, mappers) };
         match op {
             // SAFETY: as above.
             DataOp::Begin => unsafe { target::data_begin(ident, device_id, list, bases) },
@@ -234,18 +233,18 @@ unsafe fn data_op(
 }
 
 forwarding_exports! {
-    __tgt_target_data_begin(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => data_op(DataOp::Begin, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
-    __tgt_target_data_end(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => data_op(DataOp::End, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
-    __tgt_target_data_update(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => data_op(DataOp::Update, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
-    __tgt_target_data_begin_nowait(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::Begin, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
-    __tgt_target_data_end_nowait(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::End, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
-    __tgt_target_data_update_nowait(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::Update, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut());
-    __tgt_target_data_begin_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void) => data_op(DataOp::Begin, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers);
-    __tgt_target_data_end_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void) => data_op(DataOp::End, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers);
-    __tgt_target_data_update_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void) => data_op(DataOp::Update, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers);
-    __tgt_target_data_begin_nowait_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::Begin, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers);
-    __tgt_target_data_end_nowait_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::End, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers);
-    __tgt_target_data_update_nowait_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::Update, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_mappers);
+    __tgt_target_data_begin(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => data_op(DataOp::Begin, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), std::ptr::null_mut());
+    __tgt_target_data_end(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => data_op(DataOp::End, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), std::ptr::null_mut());
+    __tgt_target_data_update(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64) => data_op(DataOp::Update, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), std::ptr::null_mut());
+    __tgt_target_data_begin_nowait(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::Begin, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), std::ptr::null_mut());
+    __tgt_target_data_end_nowait(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::End, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), std::ptr::null_mut());
+    __tgt_target_data_update_nowait(device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::Update, std::ptr::null_mut(), device_id, arg_num, args_base, args, arg_sizes, arg_types, std::ptr::null_mut(), std::ptr::null_mut());
+    __tgt_target_data_begin_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void) => data_op(DataOp::Begin, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_names, arg_mappers);
+    __tgt_target_data_end_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void) => data_op(DataOp::End, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_names, arg_mappers);
+    __tgt_target_data_update_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void) => data_op(DataOp::Update, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_names, arg_mappers);
+    __tgt_target_data_begin_nowait_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::Begin, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_names, arg_mappers);
+    __tgt_target_data_end_nowait_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::End, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_names, arg_mappers);
+    __tgt_target_data_update_nowait_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::Update, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_names, arg_mappers);
 }
 
 #[unsafe(no_mangle)]
@@ -255,7 +254,7 @@ pub extern "C" fn __tgt_push_mapper_component(
     begin: *mut c_void,
     size: i64,
     kind: i64,
-    _name: *mut c_void,
+    name: *mut c_void,
 ) {
     data::push_mapper_component(MapItem {
         base,
@@ -263,6 +262,7 @@ pub extern "C" fn __tgt_push_mapper_component(
         size,
         kind: MapType::from_bits_retain(kind as u64),
         mapper: std::ptr::null_mut(),
+        name: name as *const std::ffi::c_char,
     });
 }
 

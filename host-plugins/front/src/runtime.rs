@@ -255,6 +255,12 @@ impl Runtime {
         }
     }
 
+    /// The device if it is open already (no device is opened just to be looked at).
+    pub fn opened_device(&self, id: usize) -> Option<Arc<DeviceState>> {
+        let slot = self.slots().get(id).cloned()?;
+        slot.state.get().and_then(|state| state.as_ref().ok().cloned())
+    }
+
     /// The device, opened and with every registered library's images loaded.
     pub fn device(&self, id: usize) -> Result<Arc<DeviceState>> {
         let (slot, total) = {
@@ -307,7 +313,7 @@ impl Runtime {
         }
         for entry in &host_entries {
             if EntryFlags::from_bits_retain(entry.flags).contains(EntryFlags::REQUIRES) {
-                self.requires.fetch_or(entry.data, Ordering::Relaxed);
+                self.add_requirements(entry.data);
             }
         }
         self.assign_devices(&images);
@@ -326,6 +332,27 @@ impl Runtime {
         self.generation.fetch_add(1, Ordering::Release);
     }
 
+    /// A registered program's `requires` flags: the first non-zero set is kept, and every later
+    /// one must agree on each clause LLVM compares (fatal error 2 otherwise, as LLVM's).
+    fn add_requirements(&self, flags: u64) {
+        const CLAUSES: [(u64, &str); 4] = [(0x2, "reverse_offload"), (0x4, "unified_address"), (0x8, "unified_shared_memory"), (0x10, "dynamic_allocators")];
+        if flags == 0 {
+            return;
+        }
+        let previous = self.requires.compare_exchange(0, flags, Ordering::AcqRel, Ordering::Acquire);
+        let Err(set) = previous else { return };
+        for (bit, clause) in CLAUSES {
+            if set & bit != flags & bit {
+                diag::fatal(2, &format!("'#pragma omp requires {clause}' not used consistently!"));
+            }
+        }
+    }
+
+    /// Whether the program requires unified shared memory (`requires unified_shared_memory`).
+    pub fn requires_unified_shared_memory(&self) -> bool {
+        self.requires.load(Ordering::Acquire) & 0x8 != 0
+    }
+
     pub fn unregister(&self, desc: &BinDesc) {
         let id = desc as *const BinDesc as u64;
         let slots: Vec<Arc<DeviceSlot>> = self.slots().clone();
@@ -334,7 +361,7 @@ impl Runtime {
                 let mut images = state.images.lock().unwrap_or_else(|e| e.into_inner());
                 let mut table = state.table();
                 if info_enabled_table() {
-                    dump_table(state.id, &table);
+                    dump_table(state.id, &table, &diag::SourceInfo::of_name(c";libomptarget;libomptarget;0;0;;".as_ptr()), false);
                 }
                 let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut images.per_library)
                     .into_iter()
@@ -455,6 +482,22 @@ impl Runtime {
                     entry.size,
                     device_fn,
                 ));
+                // As LLVM 22: the host function maps to the device function, so a function
+                // pointer a region captures arrives as the device's address.
+                let host = entry.address as usize;
+                if flags.contains(EntryFlags::INDIRECT) && table.find(host, POINTER_BYTES).is_none() {
+                    table.insert(MapEntry {
+                        host_begin: host,
+                        host_end: host + POINTER_BYTES,
+                        device_begin: device_fn as usize,
+                        dynamic_refs: 1,
+                        hold_refs: 0,
+                        infinite: true,
+                        owned: false,
+                        name: entry.symbol_name as usize,
+                    });
+                    loaded.globals.push(host);
+                }
             } else if entry.size == 0 {
                 let symbol = image.symbol(&name).ok_or_else(missing)?;
                 if flags.contains(EntryFlags::DTOR) {
@@ -470,6 +513,13 @@ impl Runtime {
             } else {
                 let symbol = image.symbol(&name).ok_or_else(missing)?;
                 let host = entry.address as usize;
+                if self.requires_unified_shared_memory() && state.backend.shares_host_memory() {
+                    // Under unified shared memory the device's reference pointer of a declare
+                    // target global is set to the host copy's address (clang's host global of
+                    // the same name holds it).
+                    // SAFETY: the host entry's global holds `size` bytes; the device global too.
+                    unsafe { state.backend.copy_to_device(symbol.address, entry.address, entry.size as usize)? };
+                }
                 table.insert(MapEntry {
                     host_begin: host,
                     host_end: host + entry.size as usize,
@@ -478,6 +528,7 @@ impl Runtime {
                     hold_refs: 0,
                     infinite: true,
                     owned: false,
+                    name: entry.symbol_name as usize,
                 });
                 loaded.globals.push(host);
             }
@@ -491,6 +542,8 @@ impl Runtime {
         Ok(loaded)
     }
 }
+
+const POINTER_BYTES: usize = std::mem::size_of::<usize>();
 
 /// Constructors and destructors run once: one team of one thread (LLVM's ctor/dtor launch).
 const ONE_THREAD: LaunchConfig = LaunchConfig {
@@ -506,29 +559,36 @@ fn info_enabled_table() -> bool {
     diag::info_enabled(diag::infotype::DUMP_TABLE)
 }
 
-pub fn dump_table(device: usize, table: &MappingTable) {
+/// LLVM's mapping-table dump (`LIBOMPTARGET_INFO` 0x4, `ompx_dump_mapping_tables` on stdout).
+pub fn dump_table(device: usize, table: &MappingTable, at: &diag::SourceInfo, to_stdout: bool) {
+    let line = |text: std::fmt::Arguments<'_>| {
+        if to_stdout {
+            diag::stdout_line(format_args!("omptarget device {device} info: {text}"));
+        } else {
+            rustomp_plugin::diag::info(device, text);
+        }
+    };
     if table.is_empty() {
-        eprintln!(
-            "omptarget device {device} info: OpenMP Host-Device pointer mappings table empty"
-        );
+        line(format_args!("OpenMP Host-Device pointer mappings table empty"));
         return;
     }
-    eprintln!("omptarget device {device} info: OpenMP Host-Device pointer mappings after block");
-    eprintln!("omptarget device {device} info: Host Ptr           Target Ptr         Size (B) DynRefCount HoldRefCount");
+    line(format_args!("OpenMP Host-Device pointer mappings after block at {}:{}:{}:", at.file, at.line, at.column));
+    line(format_args!("{:<18} {:<18} {} {} {} {}", "Host Ptr", "Target Ptr", "Size (B)", "DynRefCount", "HoldRefCount", "Declaration"));
     for e in table.iter() {
-        let dynamic = if e.infinite {
-            "INF".to_string()
-        } else {
-            e.dynamic_refs.to_string()
-        };
-        eprintln!(
-            "omptarget device {device} info: {:#018x} {:#018x} {:<8} {:<11} {}",
-            e.host_begin,
-            e.device_begin,
+        let dynamic = if e.infinite { "INF".to_string() } else { e.dynamic_refs.to_string() };
+        let name = diag::SourceInfo::of_name(e.name as *const std::ffi::c_char);
+        line(format_args!(
+            "{} {} {:<8} {:<11} {:<12} {} at {}:{}:{}",
+            diag::Ptr(e.host_begin),
+            diag::Ptr(e.device_begin),
             e.host_end - e.host_begin,
             dynamic,
-            e.hold_refs
-        );
+            e.hold_refs,
+            name.name,
+            name.file,
+            name.line,
+            name.column
+        ));
     }
 }
 

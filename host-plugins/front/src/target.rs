@@ -2,7 +2,7 @@
 //! policy, map, launch, unmap. Failures are reported here with the construct's location.
 
 use crate::data::{self, LaunchArguments, MapList};
-use crate::diag::{self, debug, info};
+use crate::diag::{self, debug};
 use crate::runtime::{runtime, DeviceState, Policy};
 use rustomp_abi::{Ident, KernelArgs};
 use rustomp_plugin::{LaunchConfig, OffloadError, Result};
@@ -47,7 +47,7 @@ pub fn resolve(device_id: i64, loc: &diag::Location) -> Option<Arc<DeviceState>>
     if id == rt.num_devices() as i64 {
         // With no device at all, `mandatory` cannot be met on the host (fatal there).
         if let Some(why) = rt.missing_devices() {
-            failed(&format!("{loc}: {why}"));
+            failed(loc, &why);
         }
         return None; // the initial device: the construct runs on the host, under any policy
     }
@@ -62,29 +62,77 @@ pub fn resolve(device_id: i64, loc: &diag::Location) -> Option<Arc<DeviceState>>
     match result {
         Ok(device) => Some(device),
         Err(e) => {
-            failed(&format!("{loc}: {e}"));
+            failed(loc, &e.to_string());
             None
         }
     }
 }
 
-/// A failed construct: fatal under `mandatory`, otherwise reported and left to host fallback.
-pub fn failed(message: &str) {
-    if runtime().policy == Policy::Mandatory {
-        diag::fatal(message);
-    }
+/// A failed construct: reported; fatal under `mandatory`, otherwise left to host fallback.
+pub fn failed(loc: &diag::Location, message: &str) {
     diag::error(message);
+    if runtime().policy == Policy::Mandatory {
+        fail_construct(loc);
+    }
 }
 
-fn report(result: Result<()>, loc: &diag::Location) -> i32 {
+/// LLVM's end of a failed construct under `mandatory` (`handleTargetOutcome`): the mapping
+/// tables (`LIBOMPTARGET_INFO` 0x4) or where to read about debugging, the construct's
+/// location, fatal error 1, SIGABRT.
+pub fn fail_construct(loc: &diag::Location) -> ! {
+    if diag::info_enabled(diag::infotype::DUMP_TABLE) {
+        dump_tables(&loc.source(), false);
+    } else {
+        diag::error("Consult https://openmp.llvm.org/design/Runtimes.html for debugging options.");
+    }
+    let source = loc.source();
+    if source.is_available() {
+        eprint!("{}:{}:{}: ", source.file, source.line, source.column);
+    } else {
+        diag::error("Source location information not present. Compile with -g or -gline-tables-only.");
+    }
+    diag::fatal(1, "failure of target construct while offloading is mandatory")
+}
+
+/// The mapping table of every device in use, after the construct at `loc` (LLVM's
+/// `dumpTargetPointerMappings`); on stdout for `ompx_dump_mapping_tables`.
+pub fn dump_tables(at: &diag::SourceInfo, to_stdout: bool) {
+    let rt = runtime();
+    for id in 0..rt.num_devices() {
+        if let Some(device) = rt.opened_device(id) {
+            crate::runtime::dump_table(id, &device.table(), at, to_stdout);
+        }
+    }
+}
+
+/// What LLVM reports after a failed phase of a construct, before its end.
+const BEGIN_FAILED: &[&str] = &["Call to targetDataBegin failed, abort target.", "Failed to process data before launching the kernel."];
+const LAUNCH_FAILED: &[&str] = &["Executing target region abort target."];
+const END_FAILED: &[&str] = &["Call to targetDataEnd failed, abort target.", "Failed to process data after launching the kernel."];
+
+/// The end of a construct: on success the tables when asked for (0x4); on failure the error
+/// (a mapping error was reported where it was found, in LLVM's words), the phase's lines, and
+/// LLVM's end of a failed construct when fatal. A broken map clause is fatal under every
+/// policy: the data is inconsistent.
+fn report(result: Result<()>, loc: &diag::Location, phase_lines: &[&str]) -> i32 {
     match result {
-        Ok(()) => OFFLOAD_SUCCESS,
-        Err(e) => {
-            // A broken map clause ends the program under every policy: the data is inconsistent.
-            if e.kind == rustomp_plugin::ErrorKind::MappingError {
-                diag::fatal(&format!("{loc}: {e}"));
+        Ok(()) => {
+            if diag::info_enabled(diag::infotype::DUMP_TABLE) {
+                dump_tables(&loc.source(), false);
             }
-            failed(&format!("{loc}: {e}"));
+            OFFLOAD_SUCCESS
+        }
+        Err(e) => {
+            let mapping = e.kind == rustomp_plugin::ErrorKind::MappingError;
+            if !mapping {
+                diag::error(&e.to_string());
+            }
+            for line in phase_lines {
+                diag::error(line);
+            }
+            if mapping || runtime().policy == Policy::Mandatory {
+                fail_construct(loc);
+            }
             OFFLOAD_FAIL
         }
     }
@@ -108,7 +156,7 @@ pub unsafe fn data_begin(
         // SAFETY: clang's base array has one element per list item.
         unsafe { std::slice::from_raw_parts_mut(bases, list.items.len()) }
     });
-    report(data::begin(&device, &list.items, return_bases), &loc)
+    report(data::begin(&device, &list.items, return_bases), &loc, &[])
 }
 
 pub fn data_end(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
@@ -116,7 +164,7 @@ pub fn data_end(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
     let Some(device) = resolve(device_id, &loc) else {
         return OFFLOAD_SUCCESS;
     };
-    report(data::end(&device, &list.items), &loc)
+    report(data::end(&device, &list.items), &loc, &[])
 }
 
 pub fn data_update(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
@@ -124,7 +172,7 @@ pub fn data_update(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
     let Some(device) = resolve(device_id, &loc) else {
         return OFFLOAD_SUCCESS;
     };
-    report(data::update(&device, &list.items), &loc)
+    report(data::update(&device, &list.items), &loc, &[])
 }
 
 /// `__tgt_target_kernel`: map, launch, unmap. Non-zero tells clang's code to run the host
@@ -143,10 +191,10 @@ pub unsafe fn target_kernel(
         return OFFLOAD_FAIL;
     };
     let Some((image, kernel, name)) = device.kernel(region_id as usize) else {
-        failed(&format!(
-            "{loc}: device {} has no kernel for target region {region_id:p} (no image compatible with this device?)",
-            device.id
-        ));
+        failed(
+            &loc,
+            &format!("device {} has no kernel for target region {region_id:p} (no image compatible with this device?)", device.id),
+        );
         return OFFLOAD_FAIL;
     };
     // SAFETY: guaranteed by the caller.
@@ -157,40 +205,31 @@ pub unsafe fn target_kernel(
             args.arg_ptrs,
             args.arg_sizes,
             args.arg_types,
+            args.arg_names as *const *const std::ffi::c_char,
             args.arg_mappers,
         )
     };
-    let result = (|| -> Result<()> {
-        let LaunchArguments {
-            values,
-            temporaries,
-        } = data::enter_for_launch(&device, &list.items)?;
-        let config = LaunchConfig {
-            num_teams: args.num_teams[0],
-            thread_limit: args.thread_limit[0],
-            teams_yz: [args.num_teams[1], args.num_teams[2]],
-            threads_yz: [args.thread_limit[1], args.thread_limit[2]],
-            dyn_shared_bytes: args.dyn_cgroup_mem,
-            tripcount: args.tripcount,
-        };
-        info!(
-            diag::infotype::KERNEL_ARGS,
-            device.id,
-            "launching kernel {name} with {} argument(s), {} team(s), thread limit {} at {loc}",
-            values.len(),
-            config.num_teams,
-            config.thread_limit
-        );
-        debug!("launch {name} on device {}", device.id);
-        // SAFETY: the values follow the kernel's parameter list as clang built it.
-        let launched = unsafe { image.launch(kernel, &values, &config) };
-        for buffer in temporaries {
-            device
-                .backend
-                .free(buffer as *mut c_void, rustomp_plugin::AllocKind::Device)?;
-        }
-        launched?;
-        data::end(&device, &list.items)
-    })();
-    report(result, &loc)
+    if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
+        data::print_kernel_arguments(device.id, "Entering OpenMP kernel", &loc, &list.items);
+    }
+    let LaunchArguments { values, temporaries } = match data::enter_for_launch(&device, &list.items) {
+        Ok(arguments) => arguments,
+        Err(e) => return report(Err(e), &loc, BEGIN_FAILED),
+    };
+    let config = LaunchConfig {
+        num_teams: args.num_teams[0],
+        thread_limit: args.thread_limit[0],
+        teams_yz: [args.num_teams[1], args.num_teams[2]],
+        threads_yz: [args.thread_limit[1], args.thread_limit[2]],
+        dyn_shared_bytes: args.dyn_cgroup_mem,
+        tripcount: args.tripcount,
+    };
+    debug!("launch {name} on device {}: {} argument(s)", device.id, values.len());
+    // SAFETY: the values follow the kernel's parameter list as clang built it.
+    let launched = unsafe { image.launch(kernel, &values, &config) };
+    let freed = temporaries.into_iter().try_for_each(|buffer| device.backend.free(buffer as *mut c_void, rustomp_plugin::AllocKind::Device));
+    if let Err(e) = launched.and(freed) {
+        return report(Err(e), &loc, LAUNCH_FAILED);
+    }
+    report(data::end(&device, &list.items), &loc, END_FAILED)
 }

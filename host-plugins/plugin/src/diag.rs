@@ -20,6 +20,10 @@ pub mod infotype {
     /// Plugin-level events: images loaded, plugins without devices and why, each launch's
     /// geometry (`OMP_INFOTYPE_PLUGIN_KERNEL`).
     pub const PLUGIN: u32 = 0x10;
+    /// Every copy between host and device (`OMP_INFOTYPE_DATA_TRANSFER`).
+    pub const DATA_TRANSFER: u32 = 0x20;
+    /// A mapped list item without a device counterpart (`OMP_INFOTYPE_EMPTY_MAPPING`).
+    pub const EMPTY_MAPPING: u32 = 0x40;
 }
 
 static INFO: AtomicU32 = AtomicU32::new(0);

@@ -200,6 +200,10 @@ pub trait Backend: Send + Sync + 'static {
     ) -> Result<()>;
     /// The driver's details for the device's description line (version, memory, units).
     fn describe(&self) -> String;
+    /// Whether maps should use host memory directly (see `Device::uses_auto_zero_copy`).
+    fn uses_auto_zero_copy(&self) -> bool {
+        false
+    }
 }
 
 /// A [`Plugin`] over a [`Driver`]: the driver is initialized the first time devices are
@@ -559,6 +563,10 @@ impl<B: Backend> Device for GenericDevice<B> {
 
     fn load_image(&self, image: &ImageInfo<'_>) -> Result<Box<dyn LoadedImage>> {
         GenericImage::load(&self.core, image).map(|i| Box::new(i) as Box<dyn LoadedImage>)
+    }
+
+    fn uses_auto_zero_copy(&self) -> bool {
+        self.core.backend.uses_auto_zero_copy()
     }
 
     fn describe(&self) -> String {
@@ -1126,8 +1134,10 @@ impl<B: Backend> LoadedImage for GenericImage<B> {
         values.push(environment);
         values.extend(args.iter().map(|&a| a as u64));
         if diag::info_enabled(diag::infotype::PLUGIN) {
-            diag::info(
-                core.global,
+            // LLVM's plugin layer names itself and the plugin's own device number.
+            eprintln!(
+                "\"PluginInterface\" device {} info: {}",
+                core.index,
                 format_args!(
                     "Launching kernel {} with [{},{},{}] blocks and [{},{},{}] threads in {mode} mode",
                     kernel.name, g.blocks, g.blocks_yz[0], g.blocks_yz[1], g.threads, g.threads_yz[0], g.threads_yz[1]

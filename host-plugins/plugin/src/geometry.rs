@@ -126,7 +126,7 @@ pub struct Geometry {
 /// The execution-mode name LLVM prints in its launch info.
 pub fn mode_name(mode: u8) -> &'static str {
     match mode {
-        exec_mode::BARE => "Bare",
+        exec_mode::BARE => "BARE",
         exec_mode::GENERIC => "Generic",
         exec_mode::SPMD => "SPMD",
         exec_mode::GENERIC_SPMD => "Generic-SPMD",

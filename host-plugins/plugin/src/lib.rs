@@ -218,6 +218,11 @@ pub trait Device: Send + Sync {
     fn shares_host_memory(&self) -> bool {
         false
     }
+    /// Whether maps use host memory without copies even without `requires
+    /// unified_shared_memory` (LLVM's automatic zero-copy on AMD APUs, `OMPX_APU_MAPS`).
+    fn uses_auto_zero_copy(&self) -> bool {
+        false
+    }
     /// One line describing the device (`__tgt_print_device_info`).
     fn describe(&self) -> String;
 }

@@ -25,6 +25,10 @@ pub struct MapEntry {
     pub infinite: bool,
     /// The runtime allocated `device_begin` (so it frees it on removal).
     pub owned: bool,
+    /// Address of the NUL-terminated name clang gave the item that created the entry
+    /// (`;expression;file;line;column;;`) or of a global's symbol name; 0 when unknown. Static
+    /// data of the registered program, only read for messages.
+    pub name: usize,
 }
 
 impl MapEntry {
@@ -213,6 +217,7 @@ mod tests {
             hold_refs: 0,
             infinite: false,
             owned: true,
+            name: 0,
         }
     }
 
