@@ -91,7 +91,8 @@ fn without_amd_gpu(out: &Path) -> std::result::Result<String, String> {
             let outcome = super::run_program(&exe, &env, &log);
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             let ok = match (policy, &outcome) {
-                ("mandatory", super::Outcome::Exit(code)) => *code != 0 && text.contains("HSA") && text.contains("libhsa-runtime64.so.1"),
+                // A fatal offload error ends the process with SIGABRT, as LLVM's.
+                ("mandatory", super::Outcome::Signal(6)) => text.contains("HSA") && text.contains("libhsa-runtime64.so.1"),
                 ("default", super::Outcome::Exit(0)) => true,
                 _ => false,
             };

@@ -878,8 +878,9 @@ impl Backend for AmdgpuDevice {
         })
     }
 
-    /// LLVM's automatic zero-copy: on an APU (an MI300A: gfx942 whose memory is the host's)
-    /// or with `OMPX_APU_MAPS=1`, when XNACK is on (the GPU can fault host pages in).
+    /// LLVM's automatic zero-copy with `OMPX_APU_MAPS=1` when XNACK is on (the GPU can fault
+    /// host pages in). LLVM also turns it on by itself on an APU (MI300A, told apart by its chip
+    /// id); this plugin does not detect APUs: set the variable there.
     fn uses_auto_zero_copy(&self) -> bool {
         let forced = std::env::var("OMPX_APU_MAPS").is_ok_and(|v| matches!(v.trim(), "1" | "true" | "TRUE" | "on" | "ON" | "yes"));
         forced && self.props.target.xnack == rustomp_plugin::image::FeatureSetting::On

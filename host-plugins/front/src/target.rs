@@ -151,6 +151,9 @@ pub unsafe fn data_begin(
     let Some(device) = resolve(device_id, &loc) else {
         return OFFLOAD_SUCCESS;
     };
+    if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
+        data::print_kernel_arguments(device.id, "Entering OpenMP data region with being_mapper", &loc, &list.items);
+    }
     // use_device_ptr/addr: the device addresses go back into clang's base array.
     let return_bases = (!bases.is_null()).then(|| {
         // SAFETY: clang's base array has one element per list item.
@@ -164,6 +167,9 @@ pub fn data_end(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
     let Some(device) = resolve(device_id, &loc) else {
         return OFFLOAD_SUCCESS;
     };
+    if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
+        data::print_kernel_arguments(device.id, "Exiting OpenMP data region with end_mapper", &loc, &list.items);
+    }
     report(data::end(&device, &list.items), &loc, &[])
 }
 
@@ -172,6 +178,9 @@ pub fn data_update(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
     let Some(device) = resolve(device_id, &loc) else {
         return OFFLOAD_SUCCESS;
     };
+    if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
+        data::print_kernel_arguments(device.id, "Updating data within the OpenMP data region with update_mapper", &loc, &list.items);
+    }
     report(data::update(&device, &list.items), &loc, &[])
 }
 

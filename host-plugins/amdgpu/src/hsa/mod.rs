@@ -66,8 +66,8 @@ pub fn check(api: &Api, call: &'static str, status: Status) -> HsaResult<()> {
     // SAFETY: the runtime writes a pointer to a static NUL-terminated string or fails.
     let known =
         unsafe { (api.status_string)(status, &mut text) } == STATUS_SUCCESS && !text.is_null();
-    // SAFETY: non-null static string from the runtime, see above.
     let text = if known {
+        // SAFETY: non-null static string from the runtime, see above.
         unsafe { CStr::from_ptr(text) }
             .to_string_lossy()
             .trim()
