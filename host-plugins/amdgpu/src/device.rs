@@ -577,15 +577,9 @@ impl AmdgpuDevice {
                 slot.copy_from_slice(value);
             }
         };
-        for d in 0..3 {
-            put(
-                implicit::BLOCK_COUNT + 4 * d,
-                &launch.blocks[d].to_le_bytes(),
-            );
-            put(
-                implicit::GROUP_SIZE + 2 * d,
-                &(launch.threads[d].min(u32::from(u16::MAX)) as u16).to_le_bytes(),
-            );
+        for (d, (blocks, group)) in launch.blocks.iter().zip(workgroup_size(launch)).enumerate() {
+            put(implicit::BLOCK_COUNT + 4 * d, &blocks.to_le_bytes());
+            put(implicit::GROUP_SIZE + 2 * d, &group.to_le_bytes());
         }
         put(implicit::GRID_DIMS, &grid_dimensions(launch).to_le_bytes());
         put(
@@ -634,6 +628,11 @@ impl AmdgpuDevice {
     }
 }
 
+/// Threads per workgroup in x, y, z as AQL and the implicit arguments hold them (16 bits).
+fn workgroup_size(launch: &KernelLaunch<'_>) -> [u16; 3] {
+    launch.threads.map(|t| t.min(u32::from(u16::MAX)) as u16)
+}
+
 /// How many dimensions a launch uses (the packet's setup and `hidden_grid_dims`, as LLVM).
 fn grid_dimensions(launch: &KernelLaunch<'_>) -> u16 {
     if launch.blocks[2] * launch.threads[2] > 1 {
@@ -663,30 +662,14 @@ impl Backend for AmdgpuDevice {
     }
 
     fn alloc(&self, bytes: usize, kind: AllocKind) -> Result<u64> {
-        let api = self.api;
-        let pool = match kind {
-            AllocKind::Device => self.props.device_pool,
-            AllocKind::Host | AllocKind::Shared => self.props.host_pool,
-        };
-        let mut address: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a pool of this runtime; writes one pointer to a live local.
-        check(api, "hsa_amd_memory_pool_allocate", unsafe {
-            (api.amd_memory_pool_allocate)(pool, bytes.max(1), 0, &mut address)
-        })
-        .map_err(failed(ErrorKind::OutOfMemory))?;
-        if kind != AllocKind::Device {
+        let address = match kind {
+            AllocKind::Device => self.pool_allocate(self.props.device_pool, bytes, false),
             // Fine-grained host memory: the GPU may use it directly.
-            // SAFETY: one agent; `address` was just allocated from a pool of this runtime.
-            let allowed = check(api, "hsa_amd_agents_allow_access", unsafe {
-                (api.amd_agents_allow_access)(1, &self.props.agent, std::ptr::null(), address)
-            });
-            if let Err(e) = allowed {
-                // SAFETY: allocated just above, not handed out.
-                let _ = unsafe { (api.amd_memory_pool_free)(address) };
-                return Err(e.error(ErrorKind::OutOfMemory));
+            AllocKind::Host | AllocKind::Shared => {
+                self.pool_allocate(self.props.host_pool, bytes, true)
             }
-        }
-        Ok(address as u64)
+        };
+        address.map(|a| a as u64)
     }
 
     unsafe fn free(&self, address: u64, _kind: AllocKind) -> Result<()> {
@@ -844,15 +827,15 @@ impl Backend for AmdgpuDevice {
             0
         }
         .max(function.private_size);
-        let wide = |d: usize| u32::from(launch.threads[d].min(u32::from(u16::MAX)) as u16);
+        let group = workgroup_size(launch);
         let mut packet = KernelDispatchPacket {
             header: packet::PACKET_TYPE_KERNEL_DISPATCH << packet::HEADER_TYPE
                 | packet::FENCE_SCOPE_SYSTEM << packet::HEADER_SCACQUIRE_FENCE_SCOPE
                 | packet::FENCE_SCOPE_SYSTEM << packet::HEADER_SCRELEASE_FENCE_SCOPE,
             setup: grid_dimensions(launch) << packet::KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS,
-            workgroup_size_x: wide(0) as u16,
-            workgroup_size_y: wide(1) as u16,
-            workgroup_size_z: wide(2) as u16,
+            workgroup_size_x: group[0],
+            workgroup_size_y: group[1],
+            workgroup_size_z: group[2],
             private_segment_size: private_size,
             group_segment_size: function
                 .group_size
@@ -863,9 +846,9 @@ impl Backend for AmdgpuDevice {
             ..Default::default()
         };
         (packet.grid_size_x, packet.grid_size_y, packet.grid_size_z) = (
-            launch.blocks[0].saturating_mul(wide(0)),
-            launch.blocks[1].saturating_mul(wide(1)),
-            launch.blocks[2].saturating_mul(wide(2)),
+            launch.blocks[0].saturating_mul(u32::from(group[0])),
+            launch.blocks[1].saturating_mul(u32::from(group[1])),
+            launch.blocks[2].saturating_mul(u32::from(group[2])),
         );
         // SAFETY: the kernel object belongs to a loaded executable; the kernel arguments live in
         // `kernarg` until after the wait below.
@@ -882,7 +865,8 @@ impl Backend for AmdgpuDevice {
     /// host pages in). LLVM also turns it on by itself on an APU (MI300A, told apart by its chip
     /// id); this plugin does not detect APUs: set the variable there.
     fn uses_auto_zero_copy(&self) -> bool {
-        let forced = std::env::var("OMPX_APU_MAPS").is_ok_and(|v| matches!(v.trim(), "1" | "true" | "TRUE" | "on" | "ON" | "yes"));
+        let forced = std::env::var("OMPX_APU_MAPS")
+            .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "TRUE" | "on" | "ON" | "yes"));
         forced && self.props.target.xnack == rustomp_plugin::image::FeatureSetting::On
     }
 
@@ -913,31 +897,43 @@ impl Drop for Kernarg<'_> {
 }
 
 impl AmdgpuDevice {
-    fn alloc_kernarg(&self, arguments: &[u8]) -> Result<Kernarg<'_>> {
+    /// `bytes` (at least 1) from `pool`; with `gpu_access`, host memory the GPU is then
+    /// allowed to reach (freed again when that fails).
+    fn pool_allocate(
+        &self,
+        pool: MemoryPool,
+        bytes: usize,
+        gpu_access: bool,
+    ) -> Result<*mut c_void> {
         let api = self.api;
         let mut address: *mut c_void = std::ptr::null_mut();
-        // SAFETY: the kernarg pool of this runtime; writes one pointer to a live local.
+        // SAFETY: a pool of this runtime; writes one pointer to a live local.
         check(api, "hsa_amd_memory_pool_allocate", unsafe {
-            (api.amd_memory_pool_allocate)(
-                self.props.kernarg_pool,
-                arguments.len().max(8),
-                0,
-                &mut address,
-            )
+            (api.amd_memory_pool_allocate)(pool, bytes.max(1), 0, &mut address)
         })
-        .map_err(|e| {
-            e.error(ErrorKind::OutOfMemory)
-                .context("allocating kernel arguments")
-        })?;
+        .map_err(failed(ErrorKind::OutOfMemory))?;
+        if gpu_access {
+            // SAFETY: one agent; `address` was just allocated from a pool of this runtime.
+            let allowed = check(api, "hsa_amd_agents_allow_access", unsafe {
+                (api.amd_agents_allow_access)(1, &self.props.agent, std::ptr::null(), address)
+            });
+            if let Err(e) = allowed {
+                // SAFETY: allocated just above, not handed out.
+                let _ = unsafe { (api.amd_memory_pool_free)(address) };
+                return Err(e.error(ErrorKind::OutOfMemory));
+            }
+        }
+        Ok(address)
+    }
+
+    fn alloc_kernarg(&self, arguments: &[u8]) -> Result<Kernarg<'_>> {
+        let address = self
+            .pool_allocate(self.props.kernarg_pool, arguments.len().max(8), true)
+            .map_err(|e| e.context("allocating kernel arguments"))?;
         let kernarg = Kernarg {
             device: self,
             address: address as u64,
         };
-        // SAFETY: one agent; the memory was just allocated.
-        check(api, "hsa_amd_agents_allow_access", unsafe {
-            (api.amd_agents_allow_access)(1, &self.props.agent, std::ptr::null(), address)
-        })
-        .map_err(failed(ErrorKind::OutOfMemory))?;
         // SAFETY: fresh host-visible memory of at least `arguments.len()` bytes.
         unsafe {
             std::ptr::copy_nonoverlapping(arguments.as_ptr(), address as *mut u8, arguments.len())

@@ -387,14 +387,19 @@ fn zero_copy(device: &DeviceState, kind: MapType) -> bool {
     (usm && !kind.contains(MapType::CLOSE)) || device.backend.uses_auto_zero_copy()
 }
 
+/// LLVM's message for a `present` item (`what`: "map type" or "motion") that is not mapped.
+fn present_missing(what: &str, begin: usize, size: usize) {
+    diag::message(format_args!(
+        "device mapping required by 'present' {what} modifier does not exist for host address {} ({size} bytes)",
+        Ptr(begin)
+    ));
+}
+
 /// An item that must be mapped and cannot be: LLVM's messages (the 'present' one when the map
 /// has the modifier), and the error that ends the construct (reported already, see `report`).
 fn not_mapped(begin: usize, size: usize, present: bool) -> OffloadError {
     if present {
-        diag::message(format_args!(
-            "device mapping required by 'present' map type modifier does not exist for host address {} ({size} bytes)",
-            Ptr(begin)
-        ));
+        present_missing("map type", begin, size);
     }
     let why = if present { "'present' map type modifier" } else { "device failure or illegal mapping" };
     let report = format!("Call to getTargetPointer returned null pointer ({why}).");
@@ -552,10 +557,7 @@ fn check_present_on_entry(device: &DeviceState, table: &MappingTable, steps: &[S
             j != i && maps_memory(&other.item) && b < end && begin < e
         });
         if sibling {
-            diag::message(format_args!(
-                "device mapping required by 'present' map type modifier does not exist for host address {} ({size} bytes)",
-                Ptr(begin)
-            ));
+            present_missing("map type", begin, size);
             let report = format!("Pointer {} was not present on the device upon entry to the region.", Ptr(begin));
             diag::error(&report);
             return Err(OffloadError::new(ErrorKind::MappingError, report));
@@ -595,10 +597,7 @@ fn unmap_one(
         Lookup::PartialOverlap(key) if item.kind.contains(MapType::IMPLICIT) => key,
         Lookup::PartialOverlap(_) | Lookup::Absent => {
             if item.kind.contains(MapType::PRESENT) && !zero_copy(device, item.kind) {
-                diag::message(format_args!(
-                    "device mapping required by 'present' map type modifier does not exist for host address {} ({size} bytes)",
-                    Ptr(begin)
-                ));
+                present_missing("map type", begin, size);
                 return Err(OffloadError::new(ErrorKind::MappingError, "'present' unmap of an unmapped item"));
             }
             return Ok(None); // not mapped on exit: ignored (OpenMP 5.1, map clause)
@@ -724,10 +723,7 @@ pub fn update(device: &DeviceState, items: &[MapItem]) -> Result<()> {
 fn update_contiguous(device: &DeviceState, table: &MappingTable, kind: MapType, host: usize, size: usize) -> Result<()> {
     let Lookup::Contained(key) = table.lookup(host, size) else {
         if kind.contains(MapType::PRESENT) {
-            diag::message(format_args!(
-                "device mapping required by 'present' motion modifier does not exist for host address {} ({size} bytes)",
-                Ptr(host)
-            ));
+            present_missing("motion", host, size);
             return Err(OffloadError::new(ErrorKind::MappingError, "'present' update of an unmapped item"));
         }
         return Ok(());

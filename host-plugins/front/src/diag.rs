@@ -10,7 +10,7 @@ pub use rustomp_plugin::diag::{debug_enabled, info_enabled, infotype, init_from_
 macro_rules! info {
     ($bit:expr, $device:expr, $($arg:tt)*) => {
         if $crate::diag::info_enabled($bit) {
-            eprintln!("omptarget device {} info: {}", $device, format_args!($($arg)*));
+            rustomp_plugin::diag::info($device, format_args!($($arg)*));
         }
     };
 }
@@ -88,6 +88,11 @@ impl SourceInfo {
         }
     }
 
+    /// The location LLVM gives its own dumps (at exit, `ompx_dump_mapping_tables`).
+    pub fn libomptarget() -> Self {
+        Self::from_fields("libomptarget", "libomptarget", "0", "0")
+    }
+
     pub fn is_available(&self) -> bool {
         self.line != 0 || self.column != 0
     }
@@ -143,18 +148,9 @@ pub fn message(message: std::fmt::Arguments<'_>) {
     eprintln!("omptarget message: {message}");
 }
 
-/// A line on the C library's stdout (where LLVM's `DUMP_INFO(toStdOut)` writes), so it keeps
-/// its place among the program's own `printf` output.
+/// A line on the C library's stdout (where LLVM's `DUMP_INFO(toStdOut)` writes).
 pub fn stdout_line(text: std::fmt::Arguments<'_>) {
-    unsafe extern "C" {
-        static mut stdout: *mut libc::FILE;
-    }
-    let line = format!("{text}\n");
-    // SAFETY: glibc's `stdout` is initialized before user code runs; fwrite of a live buffer.
-    unsafe {
-        let stream = stdout;
-        libc::fwrite(line.as_ptr() as *const libc::c_void, 1, line.len(), stream);
-    }
+    rustomp_plugin::diag::c_stdout(format!("{text}\n").as_bytes(), false);
 }
 
 /// A pointer as LLVM prints one (`DPxMOD`: `0x` and 16 hex digits).

@@ -91,9 +91,7 @@ pub extern "C" fn __tgt_print_device_info(device_id: i64) -> i32 {
 #[unsafe(no_mangle)]
 pub extern "C" fn ompx_dump_mapping_tables() {
     guard("ompx_dump_mapping_tables", (), || {
-        let rt = runtime::runtime();
-        let _ = rt;
-        target::dump_tables(&diag::SourceInfo::of_name(c";libomptarget;libomptarget;0;0;;".as_ptr()), true);
+        target::dump_tables(&diag::SourceInfo::libomptarget(), true);
     })
 }
 

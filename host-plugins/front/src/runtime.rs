@@ -361,7 +361,7 @@ impl Runtime {
                 let mut images = state.images.lock().unwrap_or_else(|e| e.into_inner());
                 let mut table = state.table();
                 if info_enabled_table() {
-                    dump_table(state.id, &table, &diag::SourceInfo::of_name(c";libomptarget;libomptarget;0;0;;".as_ptr()), false);
+                    dump_table(state.id, &table, &diag::SourceInfo::libomptarget(), false);
                 }
                 let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut images.per_library)
                     .into_iter()

@@ -89,6 +89,28 @@ pub fn debug(plugin: &str, message: fmt::Arguments<'_>) {
     }
 }
 
+/// Writes `bytes` to the C library's stdout, so they keep their place among the program's own
+/// `printf` output (device printf, `ompx_dump_mapping_tables`); `flush` empties the stream.
+pub fn c_stdout(bytes: &[u8], flush: bool) {
+    unsafe extern "C" {
+        static mut stdout: *mut libc::FILE;
+    }
+    // SAFETY: glibc's `stdout` is initialized before any user code runs and never reassigned
+    // by this runtime; fwrite of a live buffer, fflush of that stream.
+    unsafe {
+        let stream = stdout;
+        libc::fwrite(
+            bytes.as_ptr() as *const libc::c_void,
+            1,
+            bytes.len(),
+            stream,
+        );
+        if flush {
+            libc::fflush(stream);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_number;

@@ -774,7 +774,7 @@ impl<B: Backend> GenericImage<B> {
             ) => fini_kernel,
         };
         // The array the kernel walks, kept alive until it finished.
-        let mut _array = None;
+        let mut array_walked = None;
         if let Initializers::ObjectArray { .. } = B::INITIALIZERS {
             let objects = if init {
                 image::symbols_with_prefix(image_bytes, &self.kind, "__init_array_object_")
@@ -794,7 +794,7 @@ impl<B: Backend> GenericImage<B> {
             };
             self.write_global(start, &array.0.address.to_le_bytes())?;
             self.write_global(end, &(array.0.address + array.1 as u64 * 8).to_le_bytes())?;
-            _array = Some(array.0);
+            array_walked = Some(array.0);
         }
         let function = self
             .core
@@ -802,7 +802,7 @@ impl<B: Backend> GenericImage<B> {
             .function(self.module(), kernel)
             .map_err(|e| e.context(format_args!("{label}: looking up {kernel}")))?;
         let Some(function) = function else {
-            if _array.is_some() {
+            if array_walked.is_some() {
                 diag::debug(
                     self.core.plugin,
                     format_args!("{label}: constructor objects but no {kernel} kernel; not run"),
@@ -1000,7 +1000,8 @@ impl<B: Backend> GenericImage<B> {
         )?;
         self.core
             .upload(buffer.address, &[0u8; PRINTF_HEADER_BYTES], PRINTF_BUFFER)?;
-        print_device_output(&text);
+        // Flushed at once: the output of a launch comes before what the host prints next.
+        diag::c_stdout(&text, true);
         if truncated > 0 {
             eprintln!("omptarget warning: {}: device printf output of {truncated} call(s) was cut short (the buffer holds {} bytes per launch)", self.core.label, buffer.size - PRINTF_HEADER_BYTES);
         }
@@ -1010,30 +1011,6 @@ impl<B: Backend> GenericImage<B> {
 
 /// The device runtime's `printf` buffer (amdgcn; nvptx prints through the CUDA driver).
 const PRINTF_BUFFER: &str = "__rustomp_printf_buffer";
-
-/// Writes device output to the C library's stdout, so it interleaves with the program's own
-/// `printf` output in order.
-fn print_device_output(text: &[u8]) {
-    // SAFETY: fwrite of a live buffer to the C library's stdout stream; fflush of that stream.
-    unsafe {
-        libc::fwrite(
-            text.as_ptr() as *const c_void,
-            1,
-            text.len(),
-            stdout_stream(),
-        );
-        libc::fflush(stdout_stream());
-    }
-}
-
-fn stdout_stream() -> *mut libc::FILE {
-    unsafe extern "C" {
-        static mut stdout: *mut libc::FILE;
-    }
-    // SAFETY: glibc's `stdout` is initialized before any user code runs and never reassigned
-    // by this library.
-    unsafe { stdout }
-}
 
 impl<B: Backend> LoadedImage for GenericImage<B> {
     fn symbol(&self, name: &str) -> Option<Symbol> {
