@@ -2,6 +2,7 @@
 
 mod bench;
 mod cc;
+mod corrupt;
 mod demo;
 mod devicecode;
 mod devicertl;
@@ -30,6 +31,10 @@ Commands:
                       benchmarks (bench/, BENCHMARKS.md): our libomptarget against LLVM's, median
                       of alternating runs; filter: a group (overhead, mapping, threads, nowait,
                       indirect, gpu) or text in a measurement's name; --quick: fewer, shorter runs
+  corrupt [--variants N] [--seed S] [--llvm]
+                      the corrupted-image experiment: N variants (default 1000) of a host-offload
+                      program with 1-4 bytes of its device image's headers changed, run with our
+                      library (and LLVM's); fails on a crash or hang of ours
   help                this text
 
 Environment: RUSTOMP_VERBOSE=1 prints every command run.";
@@ -105,6 +110,26 @@ fn dispatch(args: &[String]) -> Result<i32> {
                 }
             }
             return bench::run(bench::Options { quick, filter });
+        }
+        "corrupt" => {
+            let mut o = corrupt::Options { variants: 1000, seed: 0x5eed, llvm: false };
+            let mut rest = rest.iter();
+            while let Some(a) = rest.next() {
+                let mut number = |what: &str| -> Result<u64> {
+                    let Some(v) = rest.next() else { bail!("`{a}` needs {what}") };
+                    match v.parse() {
+                        Ok(n) => Ok(n),
+                        Err(_) => bail!("`{a}` needs {what}, got `{v}`"),
+                    }
+                };
+                match a.as_str() {
+                    "--variants" => o.variants = number("a count")? as usize,
+                    "--seed" => o.seed = number("a number")?,
+                    "--llvm" => o.llvm = true,
+                    other => bail!("`cargo xtask corrupt` does not take `{other}` (accepted: --variants N, --seed S, --llvm)"),
+                }
+            }
+            return Ok(i32::from(corrupt::run(&o)?.bad() > 0));
         }
         "help" | "-h" | "--help" => println!("{HELP}"),
         other => bail!("unknown command `{other}`; `cargo xtask help` lists the commands"),

@@ -13,8 +13,11 @@ use rustomp_abi::{DeviceEnvironment, FptrMapEntry};
 pub struct DeviceGlobal<T>(UnsafeCell<T>);
 
 // SAFETY: device code only reads these globals during a launch; the host writes them while no
-// kernel of the image runs (and host emulation tests write them before `launch`).
-unsafe impl<T> Sync for DeviceGlobal<T> {}
+// kernel of the image runs (and host emulation tests write them before `launch`, see `set`).
+// No `&T` is ever handed out: `get` copies the value to the reading thread and `set` moves one
+// in from the writing thread, so sharing the global moves `T`s between threads: `T: Send`
+// (as for a `Mutex<T>`). A type that must stay on one thread (`&Cell<_>`) cannot be one.
+unsafe impl<T: Send> Sync for DeviceGlobal<T> {}
 
 impl<T: Copy> DeviceGlobal<T> {
     pub const fn new(value: T) -> Self {
@@ -35,6 +38,28 @@ impl<T: Copy> DeviceGlobal<T> {
     }
 }
 
+/// A device address the plugin publishes in a `DeviceGlobal` (the indirect-call table, the
+/// host-call port): the same bits as the raw pointer.
+#[repr(transparent)]
+pub struct DevicePtr<T>(pub *mut T);
+
+impl<T> DevicePtr<T> {
+    pub const fn null() -> Self {
+        Self(core::ptr::null_mut())
+    }
+}
+impl<T> Clone for DevicePtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for DevicePtr<T> {}
+
+// SAFETY: a `DevicePtr` is only an address: copying it to another thread reads and writes
+// nothing. What it points to lives as long as the image and is reached only in `unsafe` blocks
+// that state their own contract (read-only tables, the host-call port's protocol).
+unsafe impl<T> Send for DevicePtr<T> {}
+
 /// Weak, protected and used, as LLVM's: the plugin finds it by name in the loaded image.
 #[unsafe(no_mangle)]
 #[used]
@@ -54,8 +79,8 @@ pub static __omp_rtl_device_environment: DeviceGlobal<DeviceEnvironment> =
 /// Seed 000's per-image indirect-call table: written by the plugin when the image has them.
 #[unsafe(no_mangle)]
 #[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), linkage = "weak")]
-pub static __omp_offloading_fptr_map_p: DeviceGlobal<*const FptrMapEntry> =
-    DeviceGlobal::new(core::ptr::null());
+pub static __omp_offloading_fptr_map_p: DeviceGlobal<DevicePtr<FptrMapEntry>> =
+    DeviceGlobal::new(DevicePtr::null());
 #[unsafe(no_mangle)]
 #[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), linkage = "weak")]
 pub static __omp_offloading_fptr_map_size: DeviceGlobal<u64> = DeviceGlobal::new(0);

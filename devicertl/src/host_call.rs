@@ -10,7 +10,8 @@
 //! wait outside), so no lane ever spins on a port that a lane of its own warp holds: that
 //! would hang a GPU whose warps run in lock step.
 
-use crate::{arch, env::DeviceGlobal};
+use crate::arch;
+use crate::env::{DeviceGlobal, DevicePtr};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicU32, Ordering};
 pub use rustomp_abi::{HostCallPort, HOST_CALL_DATA_BYTES};
@@ -19,8 +20,8 @@ pub use rustomp_abi::{HostCallPort, HOST_CALL_DATA_BYTES};
 #[unsafe(no_mangle)]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __rustomp_host_call_port: DeviceGlobal<*mut HostCallPort> =
-    DeviceGlobal::new(core::ptr::null_mut());
+pub static __rustomp_host_call_port: DeviceGlobal<DevicePtr<HostCallPort>> =
+    DeviceGlobal::new(DevicePtr::null());
 
 /// # Safety
 /// `port` is the plugin's live port; `data` is readable for `size` bytes (at most
@@ -69,7 +70,7 @@ pub unsafe extern "C" fn __llvm_omp_host_call(
     data: *mut c_void,
     size: usize,
 ) -> u64 {
-    let port = __rustomp_host_call_port.get();
+    let port = __rustomp_host_call_port.get().0;
     if port.is_null() {
         arch::print_message(c"rustomp device runtime: __llvm_omp_host_call: this device's plugin offers no host calls\n");
         arch::trap();

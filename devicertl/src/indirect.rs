@@ -38,7 +38,7 @@ fn published_table() -> &'static [FptrMapEntry] {
     let (ptr, len) = if device_env.indirect_call_table != 0 {
         (device_env.indirect_call_table as *const FptrMapEntry, device_env.indirect_call_table_size)
     } else {
-        (__omp_offloading_fptr_map_p.get(), __omp_offloading_fptr_map_size.get())
+        (__omp_offloading_fptr_map_p.get().0 as *const FptrMapEntry, __omp_offloading_fptr_map_size.get())
     };
     if ptr.is_null() || len == 0 {
         return &[];

@@ -19,6 +19,12 @@ pub struct TextBuffer {
     len: usize,
 }
 
+impl Default for TextBuffer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl TextBuffer {
     pub fn new() -> Self {
         TextBuffer {

@@ -30,7 +30,7 @@ pub unsafe fn device_free(ptr: *mut u8) {
 }
 
 fn stack_range() -> (usize, usize) {
-    let base = state::team().stack.as_ptr() as usize;
+    let base = state::team().stack.get() as usize;
     (base, base + SHARED_STACK_BYTES)
 }
 

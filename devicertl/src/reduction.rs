@@ -12,7 +12,7 @@
 
 use crate::{arch, state};
 use core::ffi::c_void;
-use core::sync::atomic::{fence, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 
 pub type ShuffleReduceFn =
     unsafe extern "C" fn(list: *mut c_void, lane: i16, offset: i16, algorithm: i16);
@@ -202,7 +202,7 @@ pub unsafe extern "C" fn __kmpc_nvptx_teams_reduce_nowait_v2(
             // SAFETY: as above.
             unsafe { list_to_global_reduce(buffer, slot, list) };
         }
-        fence(Ordering::Release);
+        arch::fence(Ordering::Release);
         let arrival = deposited
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 Some(if n >= slots - 1 { 0 } else { n + 1 })
@@ -225,14 +225,14 @@ pub unsafe extern "C" fn __kmpc_nvptx_teams_reduce_nowait_v2(
         if is_master && arrival == slots - 1 {
             // This chunk is complete: let the next `slots` teams in. The fence releases what
             // this chunk wrote (a release RMW loses its ordering on clang-22 NVPTX).
-            fence(Ordering::Release);
+            arch::fence(Ordering::Release);
             chunk_base.fetch_add(slots, Ordering::Relaxed);
         }
         return 0;
     }
 
     // The last team: every slot holds a partial result.
-    fence(Ordering::Acquire);
+    arch::fence(Ordering::Acquire);
     let records = teams.min(slots);
     let holders = threads.min(records);
     if tid < holders {

@@ -6,6 +6,7 @@
 //! each thread writes only its own `thread_flags` slot.
 
 use crate::arch;
+use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use rustomp_abi::KernelLaunchEnvironment;
@@ -181,16 +182,27 @@ pub struct TeamState {
     pub scratch: [AtomicU64; 32],
     pub shared_args_slots: [AtomicPtr<c_void>; SHARED_ARG_SLOTS],
     pub thread_flags: [AtomicU8; MAX_TEAM_THREADS],
-    pub stack: [u8; SHARED_STACK_BYTES],
+    /// The team-shared stack behind `__kmpc_alloc_shared`: the program writes its variables
+    /// there through the pointers it gets, while every thread holds a `&TeamState`, so the
+    /// bytes are an `UnsafeCell` (same layout as the array); `stack_top` and the compiler's
+    /// barriers order the accesses.
+    pub stack: UnsafeCell<[u8; SHARED_STACK_BYTES]>,
 }
 
 const _: () = assert!(core::mem::size_of::<TeamState>() <= arch::TEAM_SHARED_BYTES);
+// The stack is the last field and ends the state: the team-shared layout the device build
+// checks does not change with the `UnsafeCell`.
+const _: () = assert!(
+    core::mem::offset_of!(TeamState, stack) + SHARED_STACK_BYTES
+        == core::mem::size_of::<TeamState>()
+);
 
 #[inline(always)]
 pub fn team() -> &'static TeamState {
     // SAFETY: `team_shared` points at TEAM_SHARED_BYTES of suitably aligned team memory, large
-    // enough for TeamState (checked above); every field is an atomic or a byte array, so any bit
-    // pattern is valid and concurrent access is defined.
+    // enough for TeamState (checked above); every field is an atomic or bytes in an
+    // `UnsafeCell`, so any bit pattern is valid and concurrent access through `&TeamState` is
+    // defined (the stack's bytes are only written through raw pointers from `stack.get()`).
     unsafe { &*(arch::team_shared() as *const TeamState) }
 }
 

@@ -2,7 +2,7 @@
 
 use crate::{arch, memory, state};
 use core::ffi::c_void;
-use core::sync::atomic::{fence, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// Waits until the `count` threads of the current region arrived, and orders their memory
 /// accesses at team scope. The whole team: the hardware barrier; whole warps (generic-mode
@@ -17,7 +17,7 @@ pub fn region_barrier(count: u32) {
         arch::team_barrier();
         return;
     }
-    if arch::HAS_REGION_BARRIER && count % arch::warp_size() == 0 {
+    if arch::HAS_REGION_BARRIER && count.is_multiple_of(arch::warp_size()) {
         arch::region_barrier(count);
         return;
     }
@@ -261,7 +261,7 @@ pub extern "C" fn __kmpc_cancel_barrier(ident: *const c_void, gtid: i32) -> i32 
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_flush(_ident: *const c_void) {
-    fence(Ordering::SeqCst);
+    arch::fence(Ordering::SeqCst);
 }
 
 /// The lock word of a `critical` construct: the first 32 bits of clang's `kmp_critical_name`.

@@ -317,9 +317,7 @@ fn dispatch_init(kind: i32, lb: i128, ub: i128, incr: i128, chunk: i128) {
 /// The next chunk as inclusive bounds, or `None` (a thread's own loop then ends).
 fn dispatch_next() -> Option<(i128, i128, i128, bool)> {
     if state::thread_view().num_threads <= 1 {
-        let Some(own) = own_loops::top() else {
-            return None;
-        };
+        let own = own_loops::top()?;
         let chunk = own.next_chunk();
         if chunk.is_none() {
             own_loops::pop();
@@ -470,12 +468,12 @@ macro_rules! static_loops {
             _one_iteration_per_thread: u8,
         ) {
             let (team, teams) = team_entity();
-            // SAFETY: guaranteed by the caller.
             static_iterations(
                 iterations as i128,
                 team,
                 teams,
                 block_chunk as i128,
+                // SAFETY: guaranteed by the caller.
                 |iv| unsafe { body(iv as $t, arg) },
             );
         }
@@ -680,6 +678,8 @@ pub unsafe extern "C" fn __kmpc_doacross_post(_ident: *const c_void, _gtid: i32,
     // SAFETY: guaranteed by the caller; `flags` has one entry per iteration.
     if let Some(i) = unsafe { doacross_index(dims, count, vec) } {
         // A release store (lowered correctly on NVPTX, unlike a release RMW).
+        // SAFETY: `i` is below the product of the dimensions' trip counts, the number of flags
+        // `__kmpc_doacross_init` allocated after the dimensions.
         unsafe { (*flags.add(i as usize)).store(1, Ordering::Release) };
     }
 }

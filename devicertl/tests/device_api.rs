@@ -112,7 +112,8 @@ fn taskloop(counts: &[AtomicU32], lb: u64, ub: u64) {
         *((*task).shareds as *mut *const AtomicU32) = counts.as_ptr();
         let lower = (task as *mut u8).add(LB) as *mut u64;
         let upper = (task as *mut u8).add(UB) as *mut u64;
-        (lower.write(lb), upper.write(ub));
+        lower.write(lb);
+        upper.write(ub);
         __kmpc_taskloop(
             core::ptr::null(),
             0,

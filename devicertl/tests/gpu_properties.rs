@@ -261,7 +261,7 @@ fn ompx_warp_routines() {
         let tid = thread_id_in_block();
         let lane = tid % 8;
         let lanes = (20 - tid / 8 * 8).min(8);
-        let ballot = ompx_ballot_sync(!0, (lane % 3 == 0) as i32);
+        let ballot = ompx_ballot_sync(!0, lane.is_multiple_of(3) as i32);
         let expected = (0..lanes)
             .filter(|l| l % 3 == 0)
             .fold(0u64, |a, l| a | 1 << l);

@@ -92,7 +92,7 @@ fn duplicate_free_extremes() {
 /// One test owns the process-wide globals so no other test races with it.
 #[test]
 fn exported_entry_points_use_the_published_table() {
-    use devicertl::env::{__omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size};
+    use devicertl::env::{DevicePtr, __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size};
     let table = table(33);
     let lookup = |ptr: u64| __llvm_omp_indirect_call_lookup(ptr as *mut _) as u64;
     let translate_fptr = |ptr: u64| __kmpc_target_translate_fptr(ptr as *mut _) as u64;
@@ -101,7 +101,7 @@ fn exported_entry_points_use_the_published_table() {
     assert_eq!(lookup(table[3].host), table[3].host);
     // SAFETY: no emulated kernel runs in this test binary while the globals change.
     unsafe {
-        __omp_offloading_fptr_map_p.set(table.as_ptr());
+        __omp_offloading_fptr_map_p.set(DevicePtr(table.as_ptr() as *mut _));
         __omp_offloading_fptr_map_size.set(table.len() as u64);
     }
     for entry in &table {
@@ -114,7 +114,7 @@ fn exported_entry_points_use_the_published_table() {
     assert_eq!(lookup(0), 0);
     // SAFETY: as above.
     unsafe {
-        __omp_offloading_fptr_map_p.set(core::ptr::null());
+        __omp_offloading_fptr_map_p.set(DevicePtr::null());
         __omp_offloading_fptr_map_size.set(0);
     }
 }

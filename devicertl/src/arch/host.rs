@@ -329,13 +329,31 @@ pub fn region_barrier(count: u32) {
     team().region.wait(count);
 }
 pub fn team_fence() {
-    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+    fence(core::sync::atomic::Ordering::SeqCst);
 }
 pub fn team_fence_release() {
-    core::sync::atomic::fence(core::sync::atomic::Ordering::Release);
+    fence(core::sync::atomic::Ordering::Release);
 }
 pub fn team_fence_acquire() {
-    core::sync::atomic::fence(core::sync::atomic::Ordering::Acquire);
+    fence(core::sync::atomic::Ordering::Acquire);
+}
+/// `core::sync::atomic::fence`, which is what the runtime's fences are on the host.
+///
+/// ThreadSanitizer does not model fences: it would report every access ordered by a fence
+/// paired with a relaxed atomic (the runtime's barriers and reductions, which avoid release
+/// RMWs for clang-22's NVPTX backend) as a race. Under it (`cfg(rustomp_tsan)`, set by
+/// build.rs for `-Zsanitizer=thread`) every fence is also an acquire-release RMW of one
+/// atomic, so a fence synchronizes with every fence that ran before it: stronger than a fence,
+/// so it can hide a race whose fix is a missing flag read, but it invents none. Plain tests and
+/// Miri (which models fences) run the fence alone.
+#[inline(always)]
+pub fn fence(order: core::sync::atomic::Ordering) {
+    core::sync::atomic::fence(order);
+    #[cfg(rustomp_tsan)]
+    {
+        static FENCES: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+        FENCES.fetch_add(0, core::sync::atomic::Ordering::AcqRel);
+    }
 }
 pub fn dynamic_shared() -> *mut u8 {
     team().dynamic_shared.as_ptr() as *mut u8

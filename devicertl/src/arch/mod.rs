@@ -18,6 +18,11 @@ mod amdgcn;
 #[cfg(target_arch = "amdgpu")]
 pub use amdgcn::*;
 
+/// A device-scope fence: `core::sync::atomic::fence` itself on a GPU; the host emulation's also
+/// shows ThreadSanitizer the synchronization (see `host::fence`).
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+pub use core::sync::atomic::fence;
+
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub mod host;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]

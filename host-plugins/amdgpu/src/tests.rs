@@ -1276,9 +1276,10 @@ fn plugin() -> AmdgpuPlugin {
     AmdgpuPlugin::new(AmdgpuDriver::with_api(api()))
 }
 
-/// A minimal complete code object (ELF header, no sections) with these `e_flags`.
+/// A minimal complete code object (one loadable segment, an empty `.dynamic`) with these
+/// `e_flags`.
 fn code_object(flags: u32) -> Vec<u8> {
-    testing::elf(machine::AMDGPU, 3, flags)
+    testing::elf_with_symbols(machine::AMDGPU, flags, &[])
 }
 
 fn image<'a>(bytes: &'a [u8], triple: &str) -> ImageInfo<'a> {

@@ -589,15 +589,7 @@ fn install(capability: (c_int, c_int)) -> MutexGuard<'static, ()> {
 
 /// A minimal complete cubin for `sm`: an ELF header with no sections.
 fn cubin(sm: u32) -> Vec<u8> {
-    let mut h = vec![0u8; 64];
-    h[..4].copy_from_slice(b"\x7fELF");
-    h[4] = 2;
-    h[5] = 1;
-    h[6] = 1;
-    h[8] = 8;
-    h[18..20].copy_from_slice(&190u16.to_le_bytes());
-    h[48..52].copy_from_slice(&(sm << 8 | 4).to_le_bytes());
-    h
+    rustomp_plugin::image::testing::elf(190, 8, sm << 8 | 4)
 }
 
 fn image(bytes: &[u8]) -> ImageInfo<'_> {

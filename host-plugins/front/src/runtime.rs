@@ -61,6 +61,8 @@ struct RawImage {
     len: usize,
     triple: String,
     arch: String,
+    /// Why the image's headers cannot be trusted (`image::validate`): it goes to no plugin.
+    corrupted: Option<String>,
 }
 
 // SAFETY: the entries' pointers refer to the registered program's static data, valid for the
@@ -195,7 +197,11 @@ impl Runtime {
             let info = raw.info();
             let mut served = false;
             let mut reasons = Vec::new();
-            for (p, plugin) in self.plugins.iter().enumerate() {
+            if let Some(why) = &raw.corrupted {
+                reasons.push(format!("corrupted image: {why}"));
+            }
+            let plugins = if raw.corrupted.is_some() { &[][..] } else { &self.plugins[..] };
+            for (p, plugin) in plugins.iter().enumerate() {
                 if !plugin.is_compatible(&info) {
                     continue;
                 }
@@ -239,7 +245,11 @@ impl Runtime {
             }
             if !served {
                 if reasons.is_empty() {
-                    reasons.push(format!("no plugin runs {} images", raw.triple));
+                    reasons.push(if raw.triple.is_empty() {
+                        "the image names no target triple".to_string()
+                    } else {
+                        format!("no plugin runs {} images", raw.triple)
+                    });
                 }
                 let message = format!(
                     "image {i} ({}) of the registered program: {}",
@@ -305,7 +315,12 @@ impl Runtime {
             // SAFETY: clang's descriptor holds `num_device_images` images.
             let image = unsafe { &*desc.device_images.add(i) };
             match parse_container(image.image_start as usize, image.image_end as usize) {
-                Ok(raw) => images.push(raw),
+                Ok(raw) => {
+                    if let Some(why) = &raw.corrupted {
+                        diag::error(&format!("device image {i} ({}) of the registered program is corrupted and will not be loaded: {why}", raw.describe()));
+                    }
+                    images.push(raw)
+                }
                 Err(why) => diag::error(&format!(
                     "device image {i} of the registered program: {why}"
                 )),
@@ -404,6 +419,9 @@ impl Runtime {
             }
             let candidate = library.images.iter().find(|raw| {
                 let info = raw.info();
+                if raw.corrupted.is_some() {
+                    return false;
+                }
                 plugin.is_compatible(&info) && plugin.device_compatibility(index, &info).is_ok()
             });
             let Some(raw) = candidate else {
@@ -604,7 +622,9 @@ fn entries(begin: *mut OffloadEntry, end: *mut OffloadEntry) -> Vec<OffloadEntry
 impl RawImage {
     /// "nvptx64-nvidia-cuda sm_90" and the like.
     fn describe(&self) -> String {
-        if self.arch.is_empty() {
+        if self.triple.is_empty() && self.arch.is_empty() {
+            "no target triple".into()
+        } else if self.arch.is_empty() {
             self.triple.clone()
         } else {
             format!("{} {}", self.triple, self.arch)
@@ -630,7 +650,9 @@ fn parse_container(start: usize, end: usize) -> std::result::Result<RawImage, St
     // SAFETY: the compiler-provided bounds enclose the image.
     let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, end - start) };
     let found = image::unwrap_container(bytes)?;
-    Ok(RawImage { start: start + found.offset, len: found.len, triple: found.triple, arch: found.arch })
+    let contained = &bytes[found.offset..found.offset + found.len];
+    let corrupted = image::validate(contained).err();
+    Ok(RawImage { start: start + found.offset, len: found.len, triple: found.triple, arch: found.arch, corrupted })
 }
 
 #[cfg(test)]

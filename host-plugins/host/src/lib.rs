@@ -5,9 +5,19 @@
 //! environment followed by one 64-bit value per argument, the layout clang-22 emits for host
 //! offload. "Device" memory comes from the host heap but is distinct from the user's copy, so
 //! mapping mistakes show up exactly as on a GPU.
+//!
+//! Tests of the runtime's error paths: `RUSTOMP_HOST_FAULTS=OP:N,...` makes the `N`th
+//! allocation (`alloc`), host-to-device copy (`to`), device-to-host copy (`from`), copy within a
+//! device (`within`) or kernel launch (`launch`) of the process fail, and while it is set (or
+//! `RUSTOMP_HOST_LEAK_CHECK=1`) each opened device's outstanding allocations are printed at exit
+//! (`rustomp host plugin: device 0: 0 allocations (0 bytes) outstanding`) and at abort. Details
+//! in [`faults`].
 
 mod call;
 mod device_number;
+pub mod faults;
+
+use faults::Op;
 
 use core::ffi::c_void;
 use rustomp_abi::KernelLaunchEnvironment;
@@ -29,10 +39,13 @@ pub struct HostPlugin {
 
 impl HostPlugin {
     pub fn new() -> Self {
+        faults::init();
         let devices = std::env::var("RUSTOMP_HOST_DEVICES")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(DEFAULT_DEVICES);
+        // A malformed RUSTOMP_HOST_FAULTS leaves the plugin without devices (and says why).
+        let devices = if faults::configuration_error().is_some() { 0 } else { devices };
         Self { devices }
     }
 }
@@ -50,11 +63,15 @@ impl Plugin for HostPlugin {
     fn number_of_devices(&self) -> usize {
         self.devices
     }
+    fn unavailable_reason(&self) -> Option<String> {
+        faults::configuration_error().map(str::to_string)
+    }
     fn is_compatible(&self, image: &ImageInfo<'_>) -> bool {
         let triple_ok = image.triple.starts_with("x86_64") && image.triple.contains("linux");
         triple_ok && rustomp_plugin::image::classify(image.bytes) == Some(rustomp_plugin::image::ImageKind::HostElf)
     }
     fn open_device(&self, index: usize, global: usize, _total: usize) -> Result<Box<dyn Device>> {
+        faults::opened(global);
         Ok(Box::new(HostDevice { index, global }))
     }
 }
@@ -66,6 +83,7 @@ pub struct HostDevice {
 
 impl Device for HostDevice {
     fn alloc(&self, bytes: usize, _kind: AllocKind) -> Result<*mut c_void> {
+        faults::inject(Op::Alloc, self.global, || format!("{bytes} bytes"))?;
         // SAFETY: malloc accepts any size and returns null on failure.
         let ptr = unsafe { libc::malloc(bytes.max(1)) };
         if ptr.is_null() {
@@ -74,26 +92,35 @@ impl Device for HostDevice {
                 format!("device {} (host plugin): cannot allocate {bytes} bytes", self.global),
             ));
         }
+        faults::allocated(self.global, ptr as usize, bytes);
         Ok(ptr)
     }
     // The `Device` trait keeps `free` safe: its contract is that only pointers from `alloc` come back.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     fn free(&self, ptr: *mut c_void, _kind: AllocKind) -> Result<()> {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        // Under the allocation accounting a double free is refused here, before free(3).
+        faults::freeing(self.global, ptr as usize)?;
         // SAFETY: the front only frees pointers this device allocated.
         unsafe { libc::free(ptr) };
         Ok(())
     }
     unsafe fn copy_to_device(&self, device: *mut c_void, host: *const c_void, bytes: usize) -> Result<()> {
+        faults::inject(Op::To, self.global, || format!("{bytes} bytes to {device:p}"))?;
         // SAFETY: the caller guarantees both ranges; they may overlap only if identical.
         unsafe { std::ptr::copy(host as *const u8, device as *mut u8, bytes) };
         Ok(())
     }
     unsafe fn copy_from_device(&self, host: *mut c_void, device: *const c_void, bytes: usize) -> Result<()> {
+        faults::inject(Op::From, self.global, || format!("{bytes} bytes from {device:p}"))?;
         // SAFETY: as above.
         unsafe { std::ptr::copy(device as *const u8, host as *mut u8, bytes) };
         Ok(())
     }
     unsafe fn copy_within_device(&self, dst: *mut c_void, src: *const c_void, bytes: usize) -> Result<()> {
+        faults::inject(Op::Within, self.global, || format!("{bytes} bytes from {src:p} to {dst:p}"))?;
         // SAFETY: as above.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
         Ok(())
@@ -235,6 +262,7 @@ impl LoadedImage for HostImage {
                 format!("device {}: kernel address is null", self.device),
             ));
         }
+        faults::inject(Op::Launch, self.device, || format!("kernel at {:p}", kernel.address))?;
         // SAFETY: the caller guarantees the kernel takes these values; `call` passes them per
         // the SysV calling convention.
         unsafe { call::call_with_u64_args(kernel.address, values) };

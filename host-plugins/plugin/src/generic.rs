@@ -639,20 +639,9 @@ impl<B: Backend> GenericImage<B> {
                 format!("{label}: cannot load image: {why}"),
             )
         };
-        let kind = image::classify(image.bytes).ok_or_else(|| {
-            invalid(format!(
-                "{} bytes of no image format the {} plugin runs",
-                image.bytes.len(),
-                core.plugin
-            ))
+        let kind = image::validate(image.bytes).map_err(|why| {
+            invalid(format!("{} bytes, corrupted or of no format the {} plugin runs: {why}", image.bytes.len(), core.plugin))
         })?;
-        if !image::is_complete(image.bytes, &kind) {
-            return Err(invalid(format!(
-                "the {} bytes of the {} are truncated",
-                image.bytes.len(),
-                kind.label()
-            )));
-        }
         let module = core
             .backend
             .load_module(image.bytes, &kind)

@@ -7,7 +7,13 @@
 //! their devices can run an image. Every reader is bounds-checked: a malformed image yields
 //! `None` or an error naming the field, never a panic.
 
+use object::elf::{FileHeader64, SHT_SYMTAB};
+use object::read::elf::FileHeader as _;
+use object::LittleEndian as LE;
 use rustomp_abi::OFFLOAD_BINARY_MAGIC;
+
+mod validate;
+pub use validate::validate;
 
 pub const TRIPLE_X86_64: &str = "x86_64-pc-linux-gnu";
 pub const TRIPLE_NVPTX: &str = "nvptx64-nvidia-cuda";
@@ -109,15 +115,17 @@ fn u64_at(bytes: &[u8], offset: usize) -> Option<u64> {
 
 /// The header of a 64-bit little-endian ELF (every offload target's format), else `None`.
 pub fn elf_header(bytes: &[u8]) -> Option<ElfHeader> {
-    if bytes.len() < 64 || !bytes.starts_with(b"\x7fELF") || bytes[4] != 2 || bytes[5] != 1 {
+    let header = FileHeader64::<LE>::parse(bytes).ok()?;
+    if !header.is_class_64() || !header.is_little_endian() {
         return None;
     }
+    let ident = header.e_ident();
     Some(ElfHeader {
-        os_abi: bytes[7],
-        abi_version: bytes[8],
-        object_type: u16_at(bytes, 16)?,
-        machine: u16_at(bytes, 18)?,
-        flags: u32_at(bytes, 48)?,
+        os_abi: ident.os_abi.0,
+        abi_version: ident.abi_version,
+        object_type: header.e_type(LE).0,
+        machine: header.e_machine(LE).0,
+        flags: header.e_flags(LE).0,
     })
 }
 
@@ -185,37 +193,6 @@ pub fn parse_sm(arch: &str) -> Option<u32> {
     digits.parse().ok().filter(|&sm| sm > 0)
 }
 
-/// Whether `bytes` holds the whole image its headers describe. Drivers' loaders take no length
-/// (`cuModuleLoadDataEx`) or trust the headers, so a truncated image must be refused before.
-pub fn is_complete(bytes: &[u8], kind: &ImageKind) -> bool {
-    let len = bytes.len() as u64;
-    match kind {
-        ImageKind::Ptx { .. } => true,
-        // Header: magic u32, version u16, header size u16, size of the rest u64.
-        ImageKind::Fatbinary => match (u16_at(bytes, 6), u64_at(bytes, 8)) {
-            (Some(header), Some(rest)) => u64::from(header)
-                .checked_add(rest)
-                .is_some_and(|end| end <= len),
-            _ => false,
-        },
-        _ => {
-            // The section and program header tables end within the image.
-            let table = |offset: usize, entry_size: usize, count: usize| -> Option<bool> {
-                let (at, size, n) = (
-                    u64_at(bytes, offset)?,
-                    u16_at(bytes, entry_size)?,
-                    u16_at(bytes, count)?,
-                );
-                Some(
-                    at.checked_add(u64::from(size) * u64::from(n))
-                        .is_some_and(|end| end <= len),
-                )
-            };
-            table(40, 58, 60) == Some(true) && table(32, 54, 56) == Some(true)
-        }
-    }
-}
-
 /// Names of the symbols an image defines that start with `prefix`: from the ELF symbol tables
 /// of an ELF image, from the identifiers of PTX text (fatbinaries: none). Drivers cannot list
 /// globals, and clang-22 names each device constructor (destructor) pointer
@@ -241,37 +218,15 @@ pub fn symbols_with_prefix(bytes: &[u8], kind: &ImageKind, prefix: &str) -> Vec<
 
 /// Every symbol name of a 64-bit little-endian ELF (`None` when the tables are malformed).
 fn elf_symbol_names(bytes: &[u8]) -> Option<Vec<String>> {
-    const SHT_SYMTAB: u32 = 2;
-    const SYM_SIZE: usize = 24;
-    let at = |o: u64| usize::try_from(o).ok();
-    let (shoff, shentsize, shnum) = (
-        u64_at(bytes, 40)?,
-        u64::from(u16_at(bytes, 58)?),
-        u16_at(bytes, 60)?,
-    );
-    let section = |i: u64| at(shoff.checked_add(i.checked_mul(shentsize)?)?);
-    let mut names = Vec::new();
-    for i in 0..u64::from(shnum) {
-        let header = section(i)?;
-        if u32_at(bytes, header.checked_add(4)?)? != SHT_SYMTAB {
-            continue;
-        }
-        let offset = at(u64_at(bytes, header.checked_add(24)?)?)?;
-        let size = at(u64_at(bytes, header.checked_add(32)?)?)?;
-        let strings_header = section(u64::from(u32_at(bytes, header.checked_add(40)?)?))?;
-        let strings = at(u64_at(bytes, strings_header.checked_add(24)?)?)?;
-        let strings_size = at(u64_at(bytes, strings_header.checked_add(32)?)?)?;
-        let table = bytes.get(strings..strings.checked_add(strings_size)?)?;
-        for s in 0..size / SYM_SIZE {
-            let name = u32_at(bytes, offset.checked_add(s * SYM_SIZE)?)? as usize;
-            let tail = table.get(name..)?;
-            let end = tail.iter().position(|&b| b == 0)?;
-            if end > 0 {
-                names.push(String::from_utf8_lossy(&tail[..end]).into_owned());
-            }
-        }
-    }
-    Some(names)
+    let header = FileHeader64::<LE>::parse(bytes).ok()?;
+    let sections = header.sections(LE, bytes).ok()?;
+    let symbols = sections.symbols(LE, bytes, SHT_SYMTAB).ok()?;
+    symbols
+        .iter()
+        .map(|symbol| symbols.symbol_name(LE, symbol).ok())
+        .filter(|name| name.is_none_or(|n| !n.is_empty()))
+        .map(|name| name.map(|n| String::from_utf8_lossy(n).into_owned()))
+        .collect()
 }
 
 /// The priority suffix of a constructor or destructor object name (`..._65535` -> 65535).
@@ -566,7 +521,8 @@ pub fn unwrap_container(bytes: &[u8]) -> Result<ContainedImage, String> {
 pub mod testing {
     use rustomp_abi::{image_kind, OFFLOAD_BINARY_MAGIC};
 
-    /// A minimal 64-byte ELF header with the given machine, ABI version and flags.
+    /// A minimal 64-byte ELF header with the given machine, ABI version and flags (a CUDA ELF
+    /// is an executable, the others shared objects, as the linkers write them).
     pub fn elf(machine: u16, abi_version: u8, flags: u32) -> Vec<u8> {
         let mut h = vec![0u8; 64];
         h[..4].copy_from_slice(b"\x7fELF");
@@ -575,14 +531,22 @@ pub mod testing {
         h[6] = 1;
         h[7] = 0x41;
         h[8] = abi_version;
+        let object_type: u16 = if machine == super::machine::CUDA { 2 } else { 3 };
+        h[16..18].copy_from_slice(&object_type.to_le_bytes());
         h[18..20].copy_from_slice(&machine.to_le_bytes());
+        h[20..24].copy_from_slice(&1u32.to_le_bytes());
         h[48..52].copy_from_slice(&flags.to_le_bytes());
+        h[52..54].copy_from_slice(&64u16.to_le_bytes());
         h
     }
 
     /// An ELF with a string table and a symbol table naming `names` (what nvlink and lld
-    /// write, reduced to the parts the reader uses).
+    /// write, reduced to the parts the readers use). Besides a CUDA ELF it is a loadable shared
+    /// object: one `PT_LOAD` mapping the whole file at address 0 and a `.dynamic` section with
+    /// only its terminator, so it passes `validate`.
     pub fn elf_with_symbols(machine: u16, flags: u32, names: &[&str]) -> Vec<u8> {
+        let abi_version = if machine == super::machine::AMDGPU { 3 } else { 8 };
+        let loadable = machine != super::machine::CUDA;
         let mut strtab = vec![0u8];
         let mut offsets = Vec::new();
         for n in names {
@@ -596,26 +560,65 @@ pub mod testing {
             sym[..4].copy_from_slice(&o.to_le_bytes());
             symtab.extend_from_slice(&sym);
         }
-        let mut out = elf(machine, 8, flags);
+        let shstrtab = b"\0.dynamic\0.shstrtab\0";
+        let mut out = elf(machine, abi_version, flags);
+        let phnum: u16 = if loadable { 2 } else { 0 };
+        out.resize(64 + 56 * usize::from(phnum), 0);
         let strtab_at = out.len() as u64;
         out.extend_from_slice(&strtab);
+        out.resize(out.len().next_multiple_of(8), 0);
         let symtab_at = out.len() as u64;
         out.extend_from_slice(&symtab);
+        let dynamic_at = out.len() as u64;
+        out.extend_from_slice(&[0u8; 16]);
+        let shstrtab_at = out.len() as u64;
+        out.extend_from_slice(shstrtab);
+        out.resize(out.len().next_multiple_of(8), 0);
         let shoff = out.len() as u64;
-        let mut section = |kind: u32, offset: u64, size: u64, link: u32| {
+        let mut section = |name: u32, kind: u32, flags: u64, offset: u64, size: u64, link: u32| {
             let mut h = vec![0u8; 64];
+            h[..4].copy_from_slice(&name.to_le_bytes());
             h[4..8].copy_from_slice(&kind.to_le_bytes());
+            h[8..16].copy_from_slice(&flags.to_le_bytes());
+            // Loaded sections sit at their file offset.
+            let address = if flags & 2 != 0 { offset } else { 0 };
+            h[16..24].copy_from_slice(&address.to_le_bytes());
             h[24..32].copy_from_slice(&offset.to_le_bytes());
             h[32..40].copy_from_slice(&size.to_le_bytes());
             h[40..44].copy_from_slice(&link.to_le_bytes());
             out.extend_from_slice(&h);
         };
-        section(0, 0, 0, 0);
-        section(3, strtab_at, strtab.len() as u64, 0);
-        section(2, symtab_at, symtab.len() as u64, 1);
+        section(0, 0, 0, 0, 0, 0);
+        section(0, 3, 0, strtab_at, strtab.len() as u64, 0);
+        section(0, 2, 0, symtab_at, symtab.len() as u64, 1);
+        // SHT_DYNAMIC, SHF_WRITE | SHF_ALLOC.
+        section(1, 6, 3, dynamic_at, 16, 1);
+        section(10, 3, 0, shstrtab_at, shstrtab.len() as u64, 0);
         out[40..48].copy_from_slice(&shoff.to_le_bytes());
         out[58..60].copy_from_slice(&64u16.to_le_bytes());
-        out[60..62].copy_from_slice(&3u16.to_le_bytes());
+        out[60..62].copy_from_slice(&5u16.to_le_bytes());
+        out[62..64].copy_from_slice(&4u16.to_le_bytes());
+        if loadable {
+            let len = out.len() as u64;
+            out[32..40].copy_from_slice(&64u64.to_le_bytes());
+            out[54..56].copy_from_slice(&56u16.to_le_bytes());
+            out[56..58].copy_from_slice(&phnum.to_le_bytes());
+            let mut segment = |at: usize, kind: u32, flags: u32, offset: u64, size: u64, align: u64| {
+                let h = &mut out[at..at + 56];
+                h[..4].copy_from_slice(&kind.to_le_bytes());
+                h[4..8].copy_from_slice(&flags.to_le_bytes());
+                // Offset, virtual and physical address: all the same.
+                for field in [8, 16, 24] {
+                    h[field..field + 8].copy_from_slice(&offset.to_le_bytes());
+                }
+                h[32..40].copy_from_slice(&size.to_le_bytes());
+                h[40..48].copy_from_slice(&size.to_le_bytes());
+                h[48..56].copy_from_slice(&align.to_le_bytes());
+            };
+            // PT_LOAD (read, write, execute), PT_DYNAMIC (read, write).
+            segment(64, 1, 7, 0, len, 0x1000);
+            segment(120, 2, 6, dynamic_at, 16, 8);
+        }
         out
     }
 
@@ -764,16 +767,29 @@ mod tests {
         cubin[40..48].copy_from_slice(&64u64.to_le_bytes());
         cubin[58..60].copy_from_slice(&64u16.to_le_bytes());
         cubin[60..62].copy_from_slice(&2u16.to_le_bytes());
-        let kind = ImageKind::Cubin { sm: 90 };
-        assert!(!is_complete(&cubin, &kind));
+        let message = validate(&cubin).unwrap_err();
+        assert!(message.starts_with("section header table (e_shoff 0x40 at offset 0x28"), "{message}");
         cubin.resize(64 + 128, 0);
-        assert!(is_complete(&cubin, &kind));
+        assert_eq!(validate(&cubin), Ok(ImageKind::Cubin { sm: 90 }));
+        // A fatbinary: a 16-byte header, then one entry (64-byte header, 36-byte payload).
         let mut fatbin = vec![0x50, 0xed, 0x55, 0xba, 1, 0, 16, 0];
         fatbin.extend_from_slice(&100u64.to_le_bytes());
-        assert!(!is_complete(&fatbin, &ImageKind::Fatbinary));
-        fatbin.resize(116, 0);
-        assert!(is_complete(&fatbin, &ImageKind::Fatbinary));
-        assert!(!is_complete(&fatbin[..10], &ImageKind::Fatbinary));
+        let mut entry = vec![2, 0, 1, 1];
+        entry.extend_from_slice(&64u32.to_le_bytes());
+        entry.extend_from_slice(&36u64.to_le_bytes());
+        entry.resize(100, 0);
+        assert_eq!(
+            validate(&fatbin).unwrap_err(),
+            "fatbinary size 0x64 at offset 0x8: ends beyond the image's 16 bytes"
+        );
+        fatbin.extend_from_slice(&entry);
+        assert_eq!(validate(&fatbin), Ok(ImageKind::Fatbinary));
+        fatbin[24..32].copy_from_slice(&37u64.to_le_bytes());
+        assert_eq!(
+            validate(&fatbin).unwrap_err(),
+            "fatbinary entry at offset 0x10: header 0x40 + payload 0x25 bytes end beyond the fatbinary's 0x74"
+        );
+        assert!(validate(&fatbin[..10]).is_err());
     }
 
     #[test]
@@ -786,7 +802,7 @@ mod tests {
         ];
         let cubin = elf_with_symbols(190, 90 << 8 | 4, &names);
         let kind = classify(&cubin).unwrap();
-        assert!(is_complete(&cubin, &kind));
+        assert_eq!(validate(&cubin), Ok(kind.clone()));
         assert_eq!(
             symbols_with_prefix(&cubin, &kind, "__init_array_object_"),
             vec![
