@@ -1,16 +1,20 @@
 //! `cargo xtask test [--quick] [--gpu]`:
 //!
-//! 1. `cargo test --workspace` (unit tests and host emulation tests);
-//! 2. the runtime builds (`devicertl`, `host`), then the external target RTL check
+//! 1. `cargo xtask clippy` (clippy `-D warnings`, host workspace and both device targets);
+//! 2. `cargo test --workspace` (unit tests and host emulation tests);
+//! 3. the runtime builds (`devicertl`, `host`), then the external target RTL check
 //!    (`tests/plugins`, see `test/external.rs`);
-//! 3. the device-symbol check: every function and external global that clang-22's device code for
+//! 4. the device-symbol check: every function and external global that clang-22's device code for
 //!    the ABI probes (`shared/abi-probes`) needs must be defined by our nvptx bitcode; then each
 //!    probe is linked in full for sm_90 and gfx90a; then the device link checks
 //!    (`test/device_link.rs`: several translation units, one runtime state per image);
-//! 4. the program corpus (`tests/programs`), offloaded to the host plugin, against our library and
+//! 5. the program corpus (`tests/programs`), offloaded to the host plugin, against our library and
 //!    LLVM's. The last line is `N passed, N failed` for ours.
 //!
-//! `--quick` stops after 3. `--gpu` compiles the corpus for a GPU (`RUSTOMP_GPU_ARCH`, default sm_90) into a directory
+//! Before 4, a smoke run of each fuzz target (`cargo xtask fuzz`, `fuzz::SMOKE_SECONDS` each).
+//!
+//! `--quick` stops after 4; `RUSTOMP_CORPUS_FILTER=text` limits 5 to the programs whose file
+//! name contains `text`. `--gpu` compiles the corpus for a GPU (`RUSTOMP_GPU_ARCH`, default sm_90) into a directory
 //! that runs anywhere a driver is (`target/gpu-suite/run.sh`), and runs it here when this machine
 //! has a driver (see `test/gpu.rs`); without one it prints a skip line and succeeds.
 
@@ -45,7 +49,13 @@ pub fn run(o: Options) -> Result<i32> {
     }
     let mut failed_steps = Vec::new();
 
-    util::step("test 1/4: cargo test --workspace");
+    util::step("test 1/5: clippy -D warnings (host workspace; devicertl for nvptx64, amdgcn)");
+    if let Err(e) = crate::clippy::run() {
+        println!("clippy: {e}");
+        failed_steps.push("clippy".to_string());
+    }
+
+    util::step("test 2/5: cargo test --workspace");
     let status = Cmd::new(util::cargo())
         .in_root()
         .args(["test", "--workspace"])
@@ -54,7 +64,7 @@ pub fn run(o: Options) -> Result<i32> {
         failed_steps.push("cargo test --workspace".to_string());
     }
 
-    util::step("test 2/4: runtime builds (devicertl, host)");
+    util::step("test 3/5: runtime builds (devicertl, host)");
     devicertl::run(false)?;
     host::run()?;
     // Target RTLs found by naming convention (tests/plugins), against the library just built.
@@ -63,7 +73,7 @@ pub fn run(o: Options) -> Result<i32> {
         failed_steps.push("external RTL discovery".to_string());
     }
 
-    util::step("test 3/4: device symbols of the ABI probes");
+    util::step("test 4/5: device symbols of the ABI probes");
     // Every device symbol clang-22 references for the probes must come from our bitcode, and
     // every probe must link for sm_90 (ptxas + nvlink) and gfx90a.
     if let Err(e) = probes() {
@@ -83,7 +93,12 @@ pub fn run(o: Options) -> Result<i32> {
 
     let mut code = 0;
     if !o.quick {
-        util::step("test 4/4: program corpus (host offload, x86_64-pc-linux-gnu)");
+        util::step("test: fuzz smoke run (fuzz/, each target for a few seconds)");
+        if let Err(e) = crate::fuzz::smoke() {
+            println!("fuzz: {e}");
+            failed_steps.push("fuzz smoke run".to_string());
+        }
+        util::step("test 5/5: program corpus (host offload, x86_64-pc-linux-gnu)");
         let summary = corpus(&Suite::host())?;
         report_failed_steps(&failed_steps);
         println!(
@@ -109,7 +124,7 @@ fn report_failed_steps(steps: &[String]) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. ABI probes
+// 4. ABI probes
 
 fn probe_dir() -> Option<PathBuf> {
     let root = util::root();
@@ -447,7 +462,7 @@ fn probes() -> Result<()> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 4. Program corpus
+// 5. Program corpus
 
 /// How one corpus is compiled.
 struct Suite {
@@ -646,8 +661,11 @@ fn corpus(suite: &Suite) -> Result<Summary> {
     if readme.is_file() {
         println!("corpus conventions: {}", util::show(&readme));
     }
+    // RUSTOMP_CORPUS_FILTER=text runs only the programs whose file name contains `text`.
+    let filter = std::env::var("RUSTOMP_CORPUS_FILTER").unwrap_or_default();
     let programs: Vec<Program> = sources(&dir)
         .into_iter()
+        .filter(|src| src.file_name().is_some_and(|n| n.to_string_lossy().contains(filter.as_str())))
         .map(|src| {
             let text = std::fs::read_to_string(&src).unwrap_or_default();
             Program {

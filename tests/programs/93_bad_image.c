@@ -1,9 +1,9 @@
 // EXPECT: fail
-// EXPECT-STDERR: cannot load the x86_64-pc-linux-gnu image
-// EXPECT-STDERR: device 0
+// EXPECT-STDERR: device image 0 of the registered program: ELF header: EI_VERSION 0xa5 at offset 0x6 is not EV_CURRENT (1)
+// EXPECT-STDERR: device 0 has no kernel for target region
 // A library registered by hand whose device image is an ELF header followed by garbage: the
-// first construct on the device must end the program with a message that names the image and
-// the device, not crash.
+// registration names the image and the field at fault (no loader sees it), and the first
+// construct on the device ends the program with a message that names the device, not a crash.
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -3,9 +3,13 @@
 //! reference counts, copy on first map or `always`, copy back when the last reference goes,
 //! `ATTACH` items attach a device pointer after every item of the construct is mapped.
 //!
-//! Each phase of a construct (enter, update, exit, the launch's argument translation) holds the
-//! device's table lock from its first lookup to its last copy, so another thread never sees an
-//! entry whose data is not yet on the device, nor an entry half-way through removal.
+//! Each phase of a construct (enter, update, exit, the launch's argument translation) decides
+//! under the device's table lock what to allocate, count and copy, then copies after releasing
+//! it, so transfers of different entries overlap. Meanwhile the ranges whose data is in flight
+//! are busy: a phase that touches one waits for it (and only for it) before deciding, so another
+//! thread never sees an entry whose data is not yet on the device, nor one half-way through
+//! removal. An entering phase that fails is undone (its new entries removed and freed, its
+//! references dropped); a leaving one still removes and frees what lost its last reference.
 //!
 //! Where LLVM 22 has known defects this module does what the OpenMP specification asks:
 //! the first component of a user-defined mapper counts a reference like any list item (LLVM
@@ -16,10 +20,12 @@ use crate::diag::{self, debug, info};
 use crate::runtime::DeviceState;
 use rustomp_abi::{MapType, NonContigDim};
 use rustomp_plugin::mapping::{Lookup, MapEntry, MappingTable, ShadowPointer};
-use rustomp_plugin::{AllocKind, ErrorKind, OffloadError, Result};
+use rustomp_plugin::{AllocKind, Device, ErrorKind, OffloadError, Result};
 use diag::Ptr;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::MutexGuard;
 
 /// One list item of a map clause.
 #[derive(Debug, Clone, Copy)]
@@ -181,40 +187,195 @@ fn info_from_device(device: &DeviceState, host: usize, device_address: usize, si
     }
 }
 
-/// Copies host → device and rewrites the attached pointers inside the range with their device
-/// values (the host copy holds host addresses there).
-fn copy_to(device: &DeviceState, table: &MappingTable, key: usize, host: usize, device_address: usize, size: usize) -> Result<()> {
-    info_to_device(device, host, device_address, size, || entry_name(table, key));
-    // SAFETY: `host` is the user's mapped object of `size` bytes; the device range lies in entry `key`.
-    unsafe { device.backend.copy_to_device(device_address as *mut c_void, host as *const c_void, size)? };
-    for shadow in table.shadows_within(key, host, size) {
-        // SAFETY: the shadow's device address lies in entry `key` and holds a pointer.
-        unsafe {
-            device.backend.copy_to_device(
-                shadow.device_address as *mut c_void,
-                &shadow.device_value as *const usize as *const c_void,
-                POINTER_SIZE,
-            )?
-        };
-    }
-    Ok(())
+/// Numbers the phases of constructs: the owner of their busy ranges.
+static NEXT_PHASE: AtomicU64 = AtomicU64::new(1);
+
+/// One device copy, decided under the table lock and performed after it is released.
+#[derive(Debug)]
+enum Transfer {
+    /// Host → device; the attached pointers inside the range then get their device values
+    /// (the host copy holds host addresses there).
+    ToDevice { host: usize, device: usize, size: usize, shadows: Vec<ShadowPointer> },
+    /// Device → host, keeping the host values of the attached pointers inside the range (their
+    /// device copies hold device addresses).
+    FromDevice { host: usize, device: usize, size: usize, shadows: Vec<ShadowPointer> },
+    /// A pointer the runtime computed (an attachment, a lambda capture, a private pointer).
+    Pointer { device: usize, value: usize },
 }
 
-/// Copies device → host, keeping the host values of the attached pointers inside the range
-/// (their device copies hold device addresses).
-fn copy_from(device: &DeviceState, table: &MappingTable, key: usize, host: usize, device_address: usize, size: usize) -> Result<()> {
-    let shadows = table.shadows_within(key, host, size);
-    // SAFETY: each shadow's host address is a pointer variable inside the user's mapped range.
-    let kept: Vec<usize> = shadows.iter().map(|s| unsafe { (s.host_address as *const usize).read_unaligned() }).collect();
-    info_from_device(device, host, device_address, size, || entry_name(table, key));
-    // SAFETY: `host` is the user's mapped object of `size` bytes; the device range lies in entry `key`.
-    unsafe { device.backend.copy_from_device(host as *mut c_void, device_address as *const c_void, size)? };
-    for (shadow, value) in shadows.iter().zip(kept) {
-        debug!("keeping host pointer at {:#x} = {value:#x}", shadow.host_address);
-        // SAFETY: as above.
-        unsafe { (shadow.host_address as *mut usize).write_unaligned(value) };
+impl Transfer {
+    fn perform(&self, backend: &dyn Device) -> Result<()> {
+        let write_pointer = |device: usize, value: usize| {
+            // SAFETY: `device` is a pointer slot inside an entry this phase holds busy, or inside
+            // a private buffer it owns.
+            unsafe { backend.copy_to_device(device as *mut c_void, &value as *const usize as *const c_void, POINTER_SIZE) }
+        };
+        match self {
+            Transfer::ToDevice { host, device, size, shadows } => {
+                // SAFETY: `host` is the user's object of `size` bytes; the device range lies in
+                // an entry this phase holds busy (nobody frees it meanwhile) or in its own buffer.
+                unsafe { backend.copy_to_device(*device as *mut c_void, *host as *const c_void, *size)? };
+                shadows.iter().try_for_each(|s| write_pointer(s.device_address, s.device_value))
+            }
+            Transfer::FromDevice { host, device, size, shadows } => {
+                // SAFETY: each shadow's host address is a pointer variable inside the user's range.
+                let kept: Vec<usize> = shadows.iter().map(|s| unsafe { (s.host_address as *const usize).read_unaligned() }).collect();
+                // SAFETY: as for `ToDevice`.
+                unsafe { backend.copy_from_device(*host as *mut c_void, *device as *const c_void, *size)? };
+                for (shadow, value) in shadows.iter().zip(kept) {
+                    debug!("keeping host pointer at {:#x} = {value:#x}", shadow.host_address);
+                    // SAFETY: as above.
+                    unsafe { (shadow.host_address as *mut usize).write_unaligned(value) };
+                }
+                Ok(())
+            }
+            Transfer::Pointer { device, value } => write_pointer(*device, *value),
+        }
     }
-    Ok(())
+}
+
+/// A table change of an entering phase, undone when the phase fails.
+#[derive(Debug)]
+enum Undo {
+    Created(usize),
+    Counted { key: usize, hold: bool },
+    Attached { key: usize, host_address: usize, previous: Option<ShadowPointer> },
+}
+
+/// One phase of a construct (entering, leaving, update): the table changes it made under the
+/// lock, the copies they call for, performed after the lock is released (transfers of
+/// different entries overlap, see `MappingTable::mark_busy`), and the allocations to free.
+struct Phase<'d> {
+    device: &'d DeviceState,
+    owner: u64,
+    transfers: Vec<Transfer>,
+    undo: Vec<Undo>,
+    /// Device memory of entries that left the table: freed once the copies are done.
+    frees: Vec<usize>,
+}
+
+impl<'d> Phase<'d> {
+    /// A new phase and the device's table, once no other phase has copies in flight for what
+    /// `items` touch. A phase waits only while it holds nothing busy itself: no deadlock.
+    fn start<'a>(device: &'d DeviceState, items: impl Iterator<Item = &'a MapItem> + Clone) -> (Self, MutexGuard<'d, MappingTable>) {
+        let owner = NEXT_PHASE.fetch_add(1, Ordering::Relaxed);
+        let mut table = device.table();
+        while table.has_busy() && items.clone().any(|item| touches_busy(&table, item, owner)) {
+            table = device.wait_for_transfers(table);
+        }
+        (Self { device, owner, transfers: Vec::new(), undo: Vec::new(), frees: Vec::new() }, table)
+    }
+
+    /// Marks the entry at `key` busy: its data is in flight.
+    fn hold(&self, table: &mut MappingTable, key: usize) {
+        if let Some(entry) = table.get(key) {
+            let (begin, end) = (entry.host_begin, entry.host_end);
+            table.mark_busy(begin, end, self.owner);
+        }
+    }
+
+    /// Copies host → device into entry `key`.
+    fn copy_to(&mut self, table: &mut MappingTable, key: usize, host: usize, device_address: usize, size: usize) {
+        info_to_device(self.device, host, device_address, size, || entry_name(table, key));
+        let shadows = table.shadows_within(key, host, size);
+        self.hold(table, key);
+        self.transfers.push(Transfer::ToDevice { host, device: device_address, size, shadows });
+    }
+
+    /// Copies device → host from entry `key`.
+    fn copy_from(&mut self, table: &mut MappingTable, key: usize, host: usize, device_address: usize, size: usize) {
+        info_from_device(self.device, host, device_address, size, || entry_name(table, key));
+        let shadows = table.shadows_within(key, host, size);
+        self.hold(table, key);
+        self.transfers.push(Transfer::FromDevice { host, device: device_address, size, shadows });
+    }
+
+    /// Performs the copies outside the lock, then ends this phase's busy ranges and frees what
+    /// left the table. A failure, of the table changes (`decided`) or of a copy, undoes the
+    /// changes of an entering phase (`undo_on_failure`: the construct did not happen, and its
+    /// new entries go); a leaving phase still completes what it decided (an entry whose last
+    /// reference went is removed and freed, even when its copy back failed).
+    fn complete(mut self, mut table: MutexGuard<'d, MappingTable>, decided: Result<()>, undo_on_failure: bool) -> Result<()> {
+        if decided.is_err() && undo_on_failure {
+            self.transfers.clear();
+            self.undo(&mut table);
+        }
+        let mut copied = Ok(());
+        if !self.transfers.is_empty() {
+            drop(table);
+            let backend = &*self.device.backend;
+            copied = self.transfers.iter().try_for_each(|t| t.perform(backend));
+            table = self.device.table();
+            if copied.is_err() && undo_on_failure {
+                self.undo(&mut table);
+            }
+        }
+        if table.release(self.owner) {
+            self.device.transfers_done.notify_all();
+        }
+        drop(table);
+        let mut freed = Ok(());
+        for ptr in self.frees.drain(..) {
+            freed = freed.and(free_device(self.device, ptr));
+        }
+        decided.and(copied).and(freed)
+    }
+
+    fn undo(&mut self, table: &mut MappingTable) {
+        for change in self.undo.drain(..).rev() {
+            match change {
+                Undo::Created(key) => {
+                    if let Some((entry, allocation)) = table.remove_with_allocation(key) {
+                        info!(
+                            diag::infotype::MAPPING_CHANGED,
+                            self.device.id,
+                            "Removing map entry with HstPtrBegin={}, TgtPtrBegin={}, Size={}, Name={}",
+                            Ptr(entry.host_begin),
+                            Ptr(entry.device_begin),
+                            entry.host_end - entry.host_begin,
+                            diag::map_name(entry.name as *const c_char)
+                        );
+                        if entry.owned {
+                            self.frees.push(allocation);
+                        }
+                    }
+                }
+                Undo::Counted { key, hold } => {
+                    if let Some(entry) = table.get_mut(key) {
+                        let counter = if hold { &mut entry.hold_refs } else { &mut entry.dynamic_refs };
+                        *counter = counter.saturating_sub(1);
+                    }
+                }
+                Undo::Attached { key, host_address, previous } => table.detach(key, host_address, previous),
+            }
+        }
+    }
+}
+
+/// Frees device memory the runtime allocated for a map entry or a private copy.
+fn free_device(device: &DeviceState, ptr: usize) -> Result<()> {
+    // SAFETY: callers pass device memory this runtime allocated on `device` (an entry's or a
+    // private copy's), when its last reference goes, once.
+    unsafe { device.backend.free(ptr as *mut c_void, AllocKind::Device) }
+}
+
+/// Whether what `item` looks up overlaps a range another phase (not `owner`) has copies in
+/// flight for.
+fn touches_busy(table: &MappingTable, item: &MapItem, owner: u64) -> bool {
+    let (base, begin, size) = (item.base as usize, item.begin as usize, item_size(item));
+    if item.kind.contains(MapType::LITERAL) {
+        return false;
+    }
+    if item.kind.contains(MapType::NON_CONTIG) {
+        return non_contiguous_dims(item)
+            .is_some_and(|dims| non_contiguous_pieces(dims).iter().any(|&(o, n)| table.is_blocked(base.wrapping_add(o as usize), n.max(0) as usize, owner)));
+    }
+    if item.kind.contains(MapType::ATTACH) {
+        // The pointer variable at `base` and the pointee at `begin`.
+        return table.is_blocked(base, size.max(POINTER_SIZE), owner) || table.is_blocked(begin, 0, owner);
+    }
+    let pointer = item.kind.contains(MapType::PTR_AND_OBJ) && table.is_blocked(base, POINTER_SIZE, owner);
+    pointer || table.is_blocked(begin, size, owner)
 }
 
 /// What the map-entering part of one construct did so far.
@@ -249,13 +410,14 @@ struct Attachment {
 /// A new entry's device copy starts `padding` bytes into its allocation.
 /// Returns the device address of `begin`, or `None` for a zero-length item nothing maps.
 fn map_one(
-    device: &DeviceState,
+    phase: &mut Phase<'_>,
     table: &mut MappingTable,
     item: &MapItem,
     update_ref: bool,
     padding: usize,
     entering: &mut Entering,
 ) -> Result<Option<usize>> {
+    let device = phase.device;
     let begin = item.begin as usize;
     let size = item_size(item);
     let hold = item.kind.contains(MapType::OMPX_HOLD);
@@ -280,12 +442,13 @@ fn map_one(
         Some(key) => {
             let entry = table.get_mut(key).expect("looked up");
             // An infinite entry (global, associated pointer) still counts holds, as LLVM's.
-            if update_ref {
+            if update_ref && (hold || !entry.infinite) {
                 if hold {
                     entry.hold_refs += 1
-                } else if !entry.infinite {
+                } else {
                     entry.dynamic_refs += 1
                 }
+                phase.undo.push(Undo::Counted { key, hold });
             }
             let device_address = entry.device_address(begin);
             if diag::info_enabled(diag::infotype::MAPPING_EXISTS) {
@@ -327,8 +490,10 @@ fn map_one(
             let allocation = match device.backend.alloc(size + padding, AllocKind::Device) {
                 Ok(allocation) => allocation as usize,
                 Err(e) => {
+                    // A device failure, not a broken map clause: LLVM's words, the device's
+                    // error kind (so the policy decides whether it is fatal).
                     diag::error(&format!("device {}: cannot map host address {} ({size} bytes): {e}", device.id, Ptr(begin)));
-                    return Err(not_mapped(begin, size, false));
+                    return Err(OffloadError::new(e.kind, "Call to getTargetPointer returned null pointer (device failure or illegal mapping)."));
                 }
             };
             let device_begin = allocation + padding;
@@ -347,6 +512,7 @@ fn map_one(
                 padding,
             );
             entering.created.push((begin, begin + size));
+            phase.undo.push(Undo::Created(begin));
             info!(
                 diag::infotype::MAPPING_CHANGED,
                 device.id,
@@ -365,7 +531,7 @@ fn map_one(
     // Members of a struct share their parent's entry: their data goes over with the entry's
     // creation, whichever item of the construct created it.
     if item.kind.contains(MapType::TO) && size > 0 && (created || item.kind.contains(MapType::ALWAYS)) {
-        copy_to(device, table, key, begin, device_address, size)?;
+        phase.copy_to(table, key, begin, device_address, size);
     }
     Ok(Some(device_address))
 }
@@ -425,7 +591,7 @@ fn alignment_padding(item: &MapItem) -> usize {
 }
 
 /// Performs the attachments whose pointer or pointee this construct mapped anew.
-fn attach_all(device: &DeviceState, table: &mut MappingTable, entering: &Entering) -> Result<()> {
+fn attach_all(phase: &mut Phase<'_>, table: &mut MappingTable, entering: &Entering) {
     for a in &entering.attachments {
         let due = a.always || entering.created_covers(a.pointee_begin) || entering.created_covers(a.pointer);
         if !due {
@@ -440,32 +606,25 @@ fn attach_all(device: &DeviceState, table: &mut MappingTable, entering: &Enterin
         // The pointer may point before the mapped section (`p` for `p[10:5]`): keep its offset.
         let device_value = device_pointee_begin.wrapping_sub(a.pointee_begin.wrapping_sub(host_pointee_base));
         let slot = table.get(pointer_key).expect("looked up").device_address(a.pointer);
+        let previous = table.shadow(pointer_key, a.pointer);
         if !table.attach(pointer_key, ShadowPointer { host_address: a.pointer, device_address: slot, device_value }) {
             continue; // already attached to this pointee
         }
+        phase.undo.push(Undo::Attached { key: pointer_key, host_address: a.pointer, previous });
         debug!("attach: device pointer at {slot:#x} = {device_value:#x} (host pointer at {:#x})", a.pointer);
-        info_to_device(device, &device_value as *const usize as usize, slot, POINTER_SIZE, || entry_name(table, pointer_key));
-        // SAFETY: the slot lies in the mapped device copy of the pointer variable.
-        unsafe {
-            device.backend.copy_to_device(
-                slot as *mut c_void,
-                &device_value as *const usize as *const c_void,
-                POINTER_SIZE,
-            )?
-        };
+        info_to_device(phase.device, &device_value as *const usize as usize, slot, POINTER_SIZE, || entry_name(table, pointer_key));
+        phase.hold(table, pointer_key);
+        phase.transfers.push(Transfer::Pointer { device: slot, value: device_value });
         if a.pointer_size > POINTER_SIZE {
             // A descriptor (Fortran): its fields after the address come from the host copy.
-            // SAFETY: the pointer entry holds `pointer_size` bytes on both sides.
-            unsafe {
-                device.backend.copy_to_device(
-                    (slot + POINTER_SIZE) as *mut c_void,
-                    (a.pointer + POINTER_SIZE) as *const c_void,
-                    a.pointer_size - POINTER_SIZE,
-                )?
-            };
+            phase.transfers.push(Transfer::ToDevice {
+                host: a.pointer + POINTER_SIZE,
+                device: slot + POINTER_SIZE,
+                size: a.pointer_size - POINTER_SIZE,
+                shadows: Vec::new(),
+            });
         }
     }
-    Ok(())
 }
 
 /// `target data` / `target enter data` / the map part of a `target` construct.
@@ -473,17 +632,18 @@ fn attach_all(device: &DeviceState, table: &mut MappingTable, entering: &Enterin
 /// `use_device_ptr`/`use_device_addr` items.
 pub fn begin(device: &DeviceState, items: &[MapItem], return_bases: Option<&mut [*mut c_void]>) -> Result<()> {
     let steps = expand(items);
-    let mut table = device.table();
-    begin_locked(device, &mut table, &steps, return_bases)
+    let (mut phase, mut table) = Phase::start(device, steps.iter().map(|s| &s.item));
+    let decided = begin_locked(&mut phase, &mut table, &steps, return_bases);
+    phase.complete(table, decided, true)
 }
 
 fn begin_locked(
-    device: &DeviceState,
+    phase: &mut Phase<'_>,
     table: &mut MappingTable,
     steps: &[Step],
     mut return_bases: Option<&mut [*mut c_void]>,
 ) -> Result<()> {
-    check_present_on_entry(device, table, steps)?;
+    check_present_on_entry(phase.device, table, steps)?;
     let mut entering = Entering::default();
     for (n, step) in steps.iter().enumerate() {
         let item = &step.item;
@@ -504,8 +664,8 @@ fn begin_locked(
         let update_ref = item.kind.member_of().is_none();
         if item.kind.contains(MapType::PTR_AND_OBJ) {
             let pointer = pointer_item(item, MapType::OMPX_HOLD | MapType::IMPLICIT | MapType::PRESENT);
-            map_one(device, table, &pointer, update_ref, 0, &mut entering)?;
-            map_one(device, table, item, true, 0, &mut entering)?;
+            map_one(phase, table, &pointer, update_ref, 0, &mut entering)?;
+            map_one(phase, table, item, true, 0, &mut entering)?;
             // For PTR_AND_OBJ clang's base is the host address of the pointer variable.
             entering.attachments.push(Attachment {
                 pointer: item.base as usize,
@@ -516,7 +676,7 @@ fn begin_locked(
             continue;
         }
         let padding = if is_partial_struct(steps, n) { alignment_padding(item) } else { 0 };
-        let device_begin = map_one(device, table, item, update_ref, padding, &mut entering)?;
+        let device_begin = map_one(phase, table, item, update_ref, padding, &mut entering)?;
         if item.kind.contains(MapType::RETURN_PARAM) {
             let Some(bases) = return_bases.as_deref_mut() else { continue };
             let Some(slot) = bases.get_mut(step.origin) else { continue };
@@ -529,7 +689,8 @@ fn begin_locked(
             };
         }
     }
-    attach_all(device, table, &entering)
+    attach_all(phase, table, &entering);
+    Ok(())
 }
 
 /// Items of a construct that map memory (not private copies, attachments or descriptors).
@@ -569,27 +730,28 @@ fn check_present_on_entry(device: &DeviceState, table: &MappingTable, steps: &[S
 /// Copies back the `from` items of the construct that lie in the entry at `key`, which is about
 /// to go: `from` applies when the construct releases the item, whichever of its entries does,
 /// and before a `delete` of it.
-fn copy_back_pending(device: &DeviceState, table: &MappingTable, key: usize, pending: &mut Vec<(usize, usize)>) -> Result<()> {
+fn copy_back_pending(phase: &mut Phase<'_>, table: &mut MappingTable, key: usize, pending: &mut Vec<(usize, usize)>) {
     let entry = table.get(key).expect("looked up");
     let (entry_begin, entry_end) = (entry.host_begin, entry.host_end);
     let (due, kept): (Vec<_>, Vec<_>) = pending.iter().partition(|&&(b, n)| entry_begin <= b && b + n <= entry_end);
     *pending = kept;
     for (begin, size) in due {
         let device_address = table.get(key).expect("looked up").device_address(begin);
-        copy_from(device, table, key, begin, device_address, size)?;
+        phase.copy_from(table, key, begin, device_address, size);
     }
-    Ok(())
 }
 
-/// Removes one reference; copies back and removes the entry when due. Returns the device
-/// allocation to free, if the entry went.
+/// Removes one reference; copies back (unless `copy_back` is off) and removes the entry when
+/// due, its allocation going to the phase's frees.
 fn unmap_one(
-    device: &DeviceState,
+    phase: &mut Phase<'_>,
     table: &mut MappingTable,
     item: &MapItem,
     update_ref: bool,
     pending_from: &mut Vec<(usize, usize)>,
-) -> Result<Option<usize>> {
+    copy_back: bool,
+) -> Result<()> {
+    let device = phase.device;
     let begin = item.begin as usize;
     let size = item_size(item);
     let key = match table.lookup(begin, size) {
@@ -600,7 +762,7 @@ fn unmap_one(
                 present_missing("map type", begin, size);
                 return Err(OffloadError::new(ErrorKind::MappingError, "'present' unmap of an unmapped item"));
             }
-            return Ok(None); // not mapped on exit: ignored (OpenMP 5.1, map clause)
+            return Ok(()); // not mapped on exit: ignored (OpenMP 5.1, map clause)
         }
     };
     let hold = item.kind.contains(MapType::OMPX_HOLD);
@@ -639,16 +801,19 @@ fn unmap_one(
             ),
         );
     }
-    if item.kind.contains(MapType::FROM) && (last || item.kind.contains(MapType::ALWAYS)) && size > 0 {
-        copy_from(device, table, key, begin, device_address, size)?;
+    if copy_back && item.kind.contains(MapType::FROM) && (last || item.kind.contains(MapType::ALWAYS)) && size > 0 {
+        phase.copy_from(table, key, begin, device_address, size);
         if let Some(at) = pending_from.iter().position(|&range| range == (begin, size)) {
             pending_from.swap_remove(at);
         }
     }
     if !removable {
-        return Ok(None);
+        return Ok(());
     }
-    copy_back_pending(device, table, key, pending_from)?;
+    if copy_back {
+        copy_back_pending(phase, table, key, pending_from);
+    }
+    // The range stays busy while a copy back runs: nobody maps it anew meanwhile.
     let (entry, allocation) = table.remove_with_allocation(key).expect("looked up");
     info!(
         diag::infotype::MAPPING_CHANGED,
@@ -658,25 +823,32 @@ fn unmap_one(
         Ptr(entry.device_begin),
         diag::map_name(entry.name as *const c_char)
     );
-    Ok(entry.owned.then_some(allocation))
+    if entry.owned {
+        phase.frees.push(allocation);
+    }
+    Ok(())
 }
 
 /// End of `target data` / `target exit data` / a `target` construct.
 pub fn end(device: &DeviceState, items: &[MapItem]) -> Result<()> {
-    let steps = expand(items);
-    let mut frees = Vec::new();
-    let result = {
-        let mut table = device.table();
-        end_locked(device, &mut table, &steps, &mut frees)
-    };
-    // Removed entries are gone from the table already: their memory is freed outside the lock.
-    for ptr in frees {
-        device.backend.free(ptr as *mut c_void, AllocKind::Device)?;
-    }
-    result
+    leave(device, items, true)
 }
 
-fn end_locked(device: &DeviceState, table: &mut MappingTable, steps: &[Step], frees: &mut Vec<usize>) -> Result<()> {
+/// The references a `target` construct whose kernel did not run holds, released without copying
+/// anything back: the device copies hold no results (a `from` item's is uninitialized), and the
+/// host's data must stay as it was for the host fallback.
+pub fn release(device: &DeviceState, items: &[MapItem]) -> Result<()> {
+    leave(device, items, false)
+}
+
+fn leave(device: &DeviceState, items: &[MapItem], copy_back: bool) -> Result<()> {
+    let steps = expand(items);
+    let (mut phase, mut table) = Phase::start(device, steps.iter().map(|s| &s.item));
+    let decided = end_locked(&mut phase, &mut table, &steps, copy_back);
+    phase.complete(table, decided, false)
+}
+
+fn end_locked(phase: &mut Phase<'_>, table: &mut MappingTable, steps: &[Step], copy_back: bool) -> Result<()> {
     let mut pending_from: Vec<(usize, usize)> = steps
         .iter()
         .map(|s| &s.item)
@@ -691,11 +863,11 @@ fn end_locked(device: &DeviceState, table: &mut MappingTable, steps: &[Step], fr
         }
         let is_member = item.kind.member_of().is_some();
         let pointee_refs = !is_member || item.kind.contains(MapType::PTR_AND_OBJ);
-        frees.extend(unmap_one(device, table, item, pointee_refs, &mut pending_from)?);
+        unmap_one(phase, table, item, pointee_refs, &mut pending_from, copy_back)?;
         if item.kind.contains(MapType::PTR_AND_OBJ) {
             // The pointer variable counted a reference on entry unless it is a member.
             let pointer = pointer_item(item, MapType::OMPX_HOLD | MapType::DELETE | MapType::IMPLICIT);
-            frees.extend(unmap_one(device, table, &pointer, !is_member, &mut pending_from)?);
+            unmap_one(phase, table, &pointer, !is_member, &mut pending_from, copy_back)?;
         }
     }
     Ok(())
@@ -704,23 +876,22 @@ fn end_locked(device: &DeviceState, table: &mut MappingTable, steps: &[Step], fr
 /// `target update to/from`.
 pub fn update(device: &DeviceState, items: &[MapItem]) -> Result<()> {
     let steps = expand(items);
-    let table = device.table();
-    for step in &steps {
+    let (mut phase, mut table) = Phase::start(device, steps.iter().map(|s| &s.item));
+    let decided = steps.iter().try_for_each(|step| {
         let item = &step.item;
         if item.kind.intersects(MapType::LITERAL | MapType::PRIVATE) {
-            continue;
-        }
-        if item.kind.contains(MapType::NON_CONTIG) {
-            update_non_contiguous(device, &table, item)?;
+            Ok(())
+        } else if item.kind.contains(MapType::NON_CONTIG) {
+            update_non_contiguous(&mut phase, &mut table, item)
         } else {
-            update_contiguous(device, &table, item.kind, item.begin as usize, item_size(item))?;
+            update_contiguous(&mut phase, &mut table, item.kind, item.begin as usize, item_size(item))
         }
-    }
-    Ok(())
+    });
+    phase.complete(table, decided, false)
 }
 
 /// One contiguous piece of a `target update`: it must lie inside one mapping.
-fn update_contiguous(device: &DeviceState, table: &MappingTable, kind: MapType, host: usize, size: usize) -> Result<()> {
+fn update_contiguous(phase: &mut Phase<'_>, table: &mut MappingTable, kind: MapType, host: usize, size: usize) -> Result<()> {
     let Lookup::Contained(key) = table.lookup(host, size) else {
         if kind.contains(MapType::PRESENT) {
             present_missing("motion", host, size);
@@ -733,10 +904,10 @@ fn update_contiguous(device: &DeviceState, table: &MappingTable, kind: MapType, 
     }
     let device_address = table.get(key).expect("looked up").device_address(host);
     if kind.contains(MapType::TO) {
-        copy_to(device, table, key, host, device_address, size)?;
+        phase.copy_to(table, key, host, device_address, size);
     }
     if kind.contains(MapType::FROM) {
-        copy_from(device, table, key, host, device_address, size)?;
+        phase.copy_from(table, key, host, device_address, size);
     }
     Ok(())
 }
@@ -774,18 +945,24 @@ fn non_contiguous_pieces(dims: &[NonContigDim]) -> Vec<(i64, i64)> {
     pieces
 }
 
-/// Non-contiguous `target update`: `begin` points at `size` dimension descriptors.
-fn update_non_contiguous(device: &DeviceState, table: &MappingTable, item: &MapItem) -> Result<()> {
+/// The dimension descriptors of a non-contiguous item: `begin` points at `size` of them.
+fn non_contiguous_dims(item: &MapItem) -> Option<&[NonContigDim]> {
     let dims_count = item_size(item);
     if dims_count == 0 || item.begin.is_null() {
-        return Ok(());
+        return None;
     }
-    // SAFETY: clang passes `size` descriptors at `begin` for NON_CONTIG items.
-    let dims = unsafe { std::slice::from_raw_parts(item.begin as *const NonContigDim, dims_count) };
+    // SAFETY: clang passes `size` descriptors at `begin` for NON_CONTIG items; they live as long
+    // as the construct, which outlives the borrow of its item.
+    Some(unsafe { std::slice::from_raw_parts(item.begin as *const NonContigDim, dims_count) })
+}
+
+/// Non-contiguous `target update`.
+fn update_non_contiguous(phase: &mut Phase<'_>, table: &mut MappingTable, item: &MapItem) -> Result<()> {
+    let Some(dims) = non_contiguous_dims(item) else { return Ok(()) };
     let base = item.base as usize;
     for (offset, length) in non_contiguous_pieces(dims) {
         let host = base.wrapping_add(offset as usize);
-        update_contiguous(device, table, item.kind, host, length.max(0) as usize)?;
+        update_contiguous(phase, table, item.kind, host, length.max(0) as usize)?;
     }
     Ok(())
 }
@@ -831,13 +1008,15 @@ pub struct LaunchArguments {
 /// hold of the table lock (no other thread can unmap what the arguments point at in between).
 pub fn enter_for_launch(device: &DeviceState, items: &[MapItem]) -> Result<LaunchArguments> {
     let steps = expand(items);
-    let mut table = device.table();
-    begin_locked(device, &mut table, &steps, None)?;
+    let (mut phase, mut table) = Phase::start(device, steps.iter().map(|s| &s.item).chain(items));
     let mut arguments = LaunchArguments { values: Vec::new(), temporaries: Vec::new() };
-    let result = kernel_arguments(device, &table, items, &mut arguments);
+    let decided = begin_locked(&mut phase, &mut table, &steps, None)
+        .and_then(|()| kernel_arguments(&mut phase, &table, items, &mut arguments));
+    let result = phase.complete(table, decided, true);
     if result.is_err() {
+        // The private copies go with the construct; the first failure is the one reported.
         for buffer in arguments.temporaries.drain(..) {
-            device.backend.free(buffer as *mut c_void, AllocKind::Device)?;
+            let _ = free_device(device, buffer);
         }
     }
     result.map(|()| arguments)
@@ -845,12 +1024,12 @@ pub fn enter_for_launch(device: &DeviceState, items: &[MapItem]) -> Result<Launc
 
 /// The kernel's argument values for the `TARGET_PARAM` items of the clause list (mappers are
 /// not expanded: a mapped item's argument is its own device address).
-fn kernel_arguments(device: &DeviceState, table: &MappingTable, items: &[MapItem], out: &mut LaunchArguments) -> Result<()> {
+fn kernel_arguments(phase: &mut Phase<'_>, table: &MappingTable, items: &[MapItem], out: &mut LaunchArguments) -> Result<()> {
     let mut positions: Vec<Option<usize>> = vec![None; items.len()];
     for (i, item) in items.iter().enumerate() {
         if !item.kind.contains(MapType::TARGET_PARAM) {
             if item.kind.contains(LAMBDA_CAPTURE) {
-                fix_lambda_capture(device, table, items, item, &positions, &out.values)?;
+                fix_lambda_capture(phase, table, items, item, &positions, &out.values);
             }
             continue;
         }
@@ -860,7 +1039,7 @@ fn kernel_arguments(device: &DeviceState, table: &MappingTable, items: &[MapItem
         let value = if item.kind.contains(MapType::LITERAL) {
             base
         } else if item.kind.contains(MapType::PRIVATE) {
-            private_argument(device, table, item, &mut out.temporaries)?
+            private_argument(phase, table, item, &mut out.temporaries)?
         } else {
             let host_base = if item.kind.contains(MapType::PTR_AND_OBJ) {
                 // SAFETY: for PTR_AND_OBJ clang's base is the host pointer variable.
@@ -883,10 +1062,10 @@ fn kernel_arguments(device: &DeviceState, table: &MappingTable, items: &[MapItem
 
 /// A private or firstprivate argument: a device buffer, initialized from the host for
 /// firstprivate, or (PRIVATE | ATTACH) holding the device address of the pointee.
-fn private_argument(device: &DeviceState, table: &MappingTable, item: &MapItem, temporaries: &mut Vec<usize>) -> Result<usize> {
+fn private_argument(phase: &mut Phase<'_>, table: &MappingTable, item: &MapItem, temporaries: &mut Vec<usize>) -> Result<usize> {
     let size = item_size(item);
     let attach = item.kind.contains(MapType::ATTACH);
-    let buffer = device.backend.alloc(size.max(POINTER_SIZE), AllocKind::Device)? as usize;
+    let buffer = phase.device.backend.alloc(size.max(POINTER_SIZE), AllocKind::Device)? as usize;
     temporaries.push(buffer);
     if attach {
         // Corresponding-pointer initialization: base is the host pointer, begin its pointee.
@@ -900,15 +1079,13 @@ fn private_argument(device: &DeviceState, table: &MappingTable, item: &MapItem, 
             }
             _ => host_pointee_base,
         };
-        // SAFETY: the buffer was just allocated with at least pointer size.
-        unsafe { device.backend.copy_to_device(buffer as *mut c_void, &value as *const usize as *const c_void, POINTER_SIZE)? };
+        phase.transfers.push(Transfer::Pointer { device: buffer, value });
         return Ok(buffer);
     }
     if item.kind.contains(MapType::TO) && size > 0 {
         let name = || table.find(item.begin as usize, size).map_or(0, |e| e.name);
-        info_to_device(device, item.begin as usize, buffer, size, || diag::map_name(name() as *const c_char));
-        // SAFETY: the host object holds `size` bytes; the buffer was just allocated.
-        unsafe { device.backend.copy_to_device(buffer as *mut c_void, item.begin, size)? };
+        info_to_device(phase.device, item.begin as usize, buffer, size, || diag::map_name(name() as *const c_char));
+        phase.transfers.push(Transfer::ToDevice { host: item.begin as usize, device: buffer, size, shadows: Vec::new() });
     }
     Ok(buffer.wrapping_add((item.base as usize).wrapping_sub(item.begin as usize)))
 }
@@ -917,27 +1094,25 @@ fn private_argument(device: &DeviceState, table: &MappingTable, item: &MapItem, 
 /// device copy. Clang's item: base = the capture field in the host lambda, begin = the
 /// captured variable, MEMBER_OF = the lambda's own item.
 fn fix_lambda_capture(
-    device: &DeviceState,
+    phase: &mut Phase<'_>,
     table: &MappingTable,
     items: &[MapItem],
     item: &MapItem,
     positions: &[Option<usize>],
     values: &[*mut c_void],
-) -> Result<()> {
-    let Some(parent) = item.kind.member_of() else { return Ok(()) };
-    let (Some(Some(position)), Some(lambda)) = (positions.get(parent), items.get(parent)) else { return Ok(()) };
+) {
+    let Some(parent) = item.kind.member_of() else { return };
+    let (Some(Some(position)), Some(lambda)) = (positions.get(parent), items.get(parent)) else { return };
     let device_lambda = values[*position] as usize;
     let field = device_lambda.wrapping_add((item.base as usize).wrapping_sub(lambda.begin as usize));
     let captured = item.begin as usize;
     let device_captured = match table.lookup(captured, item_size(item)) {
         Lookup::Contained(key) | Lookup::PartialOverlap(key) => table.get(key).expect("looked up").device_address(captured),
-        Lookup::Absent => return Ok(()),
+        Lookup::Absent => return,
     };
     debug!("lambda capture at device {field:#x} -> {device_captured:#x}");
-    // SAFETY: the field lies inside the lambda's device copy, which holds the whole object.
-    unsafe {
-        device.backend.copy_to_device(field as *mut c_void, &device_captured as *const usize as *const c_void, POINTER_SIZE)
-    }
+    // The field lies inside the lambda's device copy, which holds the whole object.
+    phase.transfers.push(Transfer::Pointer { device: field, value: device_captured });
 }
 
 #[cfg(test)]

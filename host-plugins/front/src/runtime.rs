@@ -18,7 +18,7 @@ use rustomp_plugin::{
 use std::collections::{HashMap, HashSet};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
 
 /// `OMP_TARGET_OFFLOAD`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +76,8 @@ pub struct DeviceState {
     pub id: usize,
     pub backend: Box<dyn Device>,
     table: Mutex<MappingTable>,
+    /// Signalled when a phase of a construct ends its busy ranges (`data::Phase`).
+    pub transfers_done: Condvar,
     images: Mutex<DeviceImages>,
     loaded_generation: AtomicU64,
 }
@@ -97,6 +99,11 @@ struct LoadedLibrary {
 impl DeviceState {
     pub fn table(&self) -> MutexGuard<'_, MappingTable> {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Releases the table until another phase ends its busy ranges.
+    pub fn wait_for_transfers<'a>(&'a self, table: MutexGuard<'a, MappingTable>) -> MutexGuard<'a, MappingTable> {
+        self.transfers_done.wait(table).unwrap_or_else(|e| e.into_inner())
     }
 
     /// The kernel clang registered under host address `region_id`.
@@ -295,6 +302,7 @@ impl Runtime {
                         id,
                         backend,
                         table: Mutex::new(MappingTable::new()),
+                        transfers_done: Condvar::new(),
                         images: Mutex::new(DeviceImages::default()),
                         loaded_generation: AtomicU64::new(u64::MAX),
                     })

@@ -436,9 +436,7 @@ pub fn unwrap_container(bytes: &[u8]) -> Result<ContainedImage, String> {
                 triple: kind.triple().into(),
                 arch: kind.arch(),
             }),
-            None if bytes.starts_with(b"\x7fELF") => Err(format!(
-                "an ELF image that is not 64-bit little-endian ({len} bytes)"
-            )),
+            None if bytes.starts_with(b"\x7fELF") => Err(validate(bytes).err().unwrap_or_default()),
             None => Err(format!(
                 "not an offload binary (no 0x10FF10AD magic; {len} bytes)"
             )),

@@ -1,7 +1,11 @@
 //! The host→device mapping table of one device, with LLVM's two reference counts.
 //!
 //! Pure bookkeeping: this module decides *what* happens to an entry (allocate, copy, free);
-//! the front performs the device operations while it holds the table's lock.
+//! the front performs the device operations. It decides under the table's lock and copies
+//! after releasing it, so transfers of different entries overlap; the host ranges whose data
+//! is in flight meanwhile are marked busy ([`MappingTable::mark_busy`]), and another construct
+//! that touches one of them waits until its owner releases it ([`MappingTable::is_blocked`]):
+//! nobody sees an entry before its data arrived, nor reuses a range whose copy-back runs.
 //!
 //! Besides the entries themselves the table keeps, per entry, the base address clang gave when
 //! the entry was created (a zero-length lookup of a pointer into the "extended" range
@@ -83,9 +87,19 @@ struct Record {
     shadows: Vec<ShadowPointer>,
 }
 
+/// A host range with device copies in flight, decided by construct `owner`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct BusyRange {
+    begin: usize,
+    end: usize,
+    owner: u64,
+}
+
 #[derive(Debug, Default)]
 pub struct MappingTable {
     records: BTreeMap<usize, Record>,
+    /// Few at a time (one per entry with copies in flight): a list beats a tree here.
+    busy: Vec<BusyRange>,
 }
 
 impl MappingTable {
@@ -194,6 +208,61 @@ impl MappingTable {
         }
     }
 
+    /// Drops the attached pointer at `host_address` of entry `key` (undoing an [`attach`]
+    /// whose copy failed), or restores `previous` when the attachment replaced one.
+    ///
+    /// [`attach`]: Self::attach
+    pub fn detach(&mut self, key: usize, host_address: usize, previous: Option<ShadowPointer>) {
+        let Some(record) = self.records.get_mut(&key) else { return };
+        record.shadows.retain(|s| s.host_address != host_address);
+        record.shadows.extend(previous);
+    }
+
+    /// The attached pointer recorded at `host_address` in entry `key`.
+    pub fn shadow(&self, key: usize, host_address: usize) -> Option<ShadowPointer> {
+        self.records.get(&key)?.shadows.iter().find(|s| s.host_address == host_address).copied()
+    }
+
+    /// Marks `[begin, end)` busy for construct `owner` until [`release`](Self::release).
+    pub fn mark_busy(&mut self, begin: usize, end: usize, owner: u64) {
+        let end = end.max(begin.saturating_add(1));
+        if !self.busy.contains(&BusyRange { begin, end, owner }) {
+            self.busy.push(BusyRange { begin, end, owner });
+        }
+    }
+
+    /// Ends every busy mark of construct `owner`; whether it had any.
+    pub fn release(&mut self, owner: u64) -> bool {
+        let before = self.busy.len();
+        self.busy.retain(|b| b.owner != owner);
+        self.busy.len() != before
+    }
+
+    /// Whether any range is busy (the common case, none, skips the per-item checks).
+    pub fn has_busy(&self) -> bool {
+        !self.busy.is_empty()
+    }
+
+    /// Whether a lookup of `[begin, begin + size)` by construct `owner` must wait: the range,
+    /// or the entry the lookup finds (a zero-length lookup reaches entries through their base),
+    /// overlaps a range another construct has copies in flight for.
+    pub fn is_blocked(&self, begin: usize, size: usize, owner: u64) -> bool {
+        if self.busy.is_empty() {
+            return false;
+        }
+        let overlaps = |b: usize, e: usize| self.busy.iter().any(|r| r.owner != owner && r.begin < e && b < r.end);
+        if overlaps(begin, begin.saturating_add(size.max(1))) {
+            return true;
+        }
+        match self.lookup(begin, size) {
+            Lookup::Contained(key) | Lookup::PartialOverlap(key) => {
+                let entry = &self.records[&key].entry;
+                overlaps(entry.host_begin, entry.host_end.max(entry.host_begin.saturating_add(1)))
+            }
+            Lookup::Absent => false,
+        }
+    }
+
     /// The attached pointers of entry `key` that lie entirely inside `[begin, begin + size)`.
     pub fn shadows_within(&self, key: usize, begin: usize, size: usize) -> Vec<ShadowPointer> {
         let pointer = std::mem::size_of::<usize>();
@@ -297,6 +366,44 @@ mod tests {
         table.insert_mapped(entry(108, 200), 100, 8);
         assert_eq!(table.remove_with_allocation(108), Some((entry(108, 200), 108 + 0x1000_0000 - 8)));
         assert!(table.is_empty());
+    }
+
+    #[test]
+    fn busy_ranges_block_other_constructs_only() {
+        let mut table = MappingTable::new();
+        table.insert_mapped(entry(1240, 1400), 1000, 0);
+        assert!(!table.has_busy());
+        table.mark_busy(1240, 1400, 7);
+        assert!(table.has_busy());
+        assert!(table.is_blocked(1300, 4, 8));
+        assert!(!table.is_blocked(1300, 4, 7), "a construct never waits for itself");
+        assert!(!table.is_blocked(1400, 8, 8));
+        // A zero-length lookup of the base finds the busy entry.
+        assert!(table.is_blocked(1000, 0, 8));
+        // A removed entry's range stays busy while its copy-back runs.
+        table.remove(1240);
+        table.mark_busy(2000, 2000, 9);
+        assert!(table.is_blocked(1240, 1, 8));
+        assert!(table.is_blocked(2000, 0, 8), "a zero-length range blocks its own address");
+        assert!(table.release(7));
+        assert!(!table.release(7));
+        assert!(!table.is_blocked(1240, 160, 8));
+        table.release(9);
+        assert!(!table.has_busy());
+    }
+
+    #[test]
+    fn detach_undoes_an_attachment() {
+        let mut table = MappingTable::new();
+        table.insert(entry(100, 200));
+        let first = ShadowPointer { host_address: 108, device_address: 0x1000_0000 + 108, device_value: 0x5000 };
+        table.attach(100, first);
+        let second = ShadowPointer { device_value: 0x6000, ..first };
+        table.attach(100, second);
+        table.detach(100, 108, Some(first));
+        assert_eq!(table.shadow(100, 108), Some(first));
+        table.detach(100, 108, None);
+        assert_eq!(table.shadow(100, 108), None);
     }
 
     #[test]

@@ -31,7 +31,7 @@ const MAX_SPAN: u64 = 1 << 46;
 pub fn validate(bytes: &[u8]) -> Result<ImageKind, String> {
     let kind = classify(bytes).ok_or_else(|| {
         if bytes.starts_with(b"\x7fELF") {
-            format!("ELF header at offset 0: not a 64-bit little-endian ELF of a known target ({} bytes)", bytes.len())
+            elf_ident_fault(bytes)
         } else {
             format!("not an image any plugin runs: no ELF, PTX or fatbinary header ({} bytes)", bytes.len())
         }
@@ -53,6 +53,20 @@ pub fn validate(bytes: &[u8]) -> Result<ImageKind, String> {
         ImageKind::OtherElf { .. } => Elf::read(bytes)?.check_tables()?,
     }
     Ok(kind)
+}
+
+/// Why an image that starts with the ELF magic is no ELF any plugin reads: the first
+/// identification byte at fault, else the size.
+fn elf_ident_fault(bytes: &[u8]) -> String {
+    let checks = [(4, 2, "EI_CLASS", "ELFCLASS64 (2)"), (5, 1, "EI_DATA", "ELFDATA2LSB (1)"), (6, 1, "EI_VERSION", "EV_CURRENT (1)")];
+    for (offset, expected, field, meaning) in checks {
+        match bytes.get(offset) {
+            Some(&b) if b == expected => {}
+            Some(&b) => return format!("ELF header: {field} {b:#x} at offset {offset:#x} is not {meaning}"),
+            None => break,
+        }
+    }
+    format!("ELF header at offset 0: truncated or not a 64-bit little-endian ELF ({} bytes)", bytes.len())
 }
 
 /// PTX goes to the driver as a C string: it must be text, and end at its NUL or at the
@@ -183,7 +197,7 @@ impl<'a> Elf<'a> {
         if !sections.is_empty() {
             let index = header.e_shstrndx(e).0;
             let names = sections.get(usize::from(index));
-            if index != 0 && !names.is_some_and(|s| s.sh_type(e) == elf::SHT_STRTAB) {
+            if index != 0 && names.is_none_or(|s| s.sh_type(e) != elf::SHT_STRTAB) {
                 return Err(format!("ELF header field e_shstrndx at offset 0x3e: {index} is not a string table section of the {}", sections.len()));
             }
         }
@@ -306,11 +320,8 @@ impl<'a> Elf<'a> {
             let at = || self.segment_at(i);
             match p_type {
                 elf::PT_LOAD | elf::PT_NULL | elf::PT_GNU_STACK => continue,
-                elf::PT_DYNAMIC => {
-                    if dynamic.replace(i).is_some() {
-                        return Err(format!("{}: a second PT_DYNAMIC", at()));
-                    }
-                }
+                elf::PT_DYNAMIC if dynamic.is_some() => return Err(format!("{}: a second PT_DYNAMIC", at())),
+                elf::PT_DYNAMIC => dynamic = Some(i),
                 _ => {}
             }
             if filesz == 0 && memsz == 0 {
@@ -456,6 +467,7 @@ impl<'a> Elf<'a> {
                 .any(|prefix| name.starts_with(prefix))
                 || name == ".dynamic"
                 || name == ".got"
+                || name == ".relro_padding" // lld's NOBITS fill of RELRO's last page (LLVM 18+)
         };
         for (j, s) in self.sections.iter().enumerate() {
             let flags = s.sh_flags(e).0;
@@ -571,7 +583,7 @@ impl<'a> Elf<'a> {
             .find(|s| s.sh_type(e) == elf::SHT_DYNSYM)
             .map(|s| s.sh_size(e) / SYM_SIZE);
         let text_relocations = value(elf::DT_TEXTREL).is_some()
-            || value(elf::DT_FLAGS).is_some_and(|f| f & u64::from(elf::DF_TEXTREL.0) != 0);
+            || value(elf::DT_FLAGS).is_some_and(|f| f & elf::DF_TEXTREL.0 != 0);
         for (table, size_tag) in [(elf::DT_RELA, elf::DT_RELASZ), (elf::DT_JMPREL, elf::DT_PLTRELSZ)] {
             let (Some(addr), Some(size)) = (value(table), value(size_tag)) else { continue };
             let Some(offset) = file_offset(addr, size) else { continue };
