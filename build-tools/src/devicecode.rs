@@ -168,8 +168,8 @@ fn callees(line: &str) -> Vec<&str> {
         .collect()
 }
 
-fn any_line<'a>(
-    functions: &'a BTreeMap<String, Vec<String>>,
+fn any_line(
+    functions: &BTreeMap<String, Vec<String>>,
     set: &BTreeSet<&str>,
     pred: impl Fn(&str) -> bool,
 ) -> bool {

@@ -139,6 +139,25 @@ fn parse_team_shared_bytes(text: &str) -> Option<u64> {
     })
 }
 
+/// `cargo SUBCOMMAND -p devicertl` as the device build compiles it for `t`: the `device` profile,
+/// `-Zbuild-std=core` (with `RUSTC_BOOTSTRAP=1`), the target's RUSTFLAGS only, `target_dir`.
+/// `cargo xtask clippy` lints with the same invocation.
+pub fn device_cargo(t: &Target, subcommand: &str, target_dir: &Path) -> Cmd {
+    let mut cargo = Cmd::new(util::cargo());
+    cargo
+        .in_root()
+        .args([subcommand, "-p", "devicertl", "--profile", "device", "--target", t.triple])
+        .args(["-Zbuild-std=core", "--target-dir"])
+        .arg(target_dir)
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    match t.rustflags {
+        Some(flags) => cargo.env("RUSTFLAGS", flags),
+        None => cargo.env_remove("RUSTFLAGS"),
+    };
+    cargo
+}
+
 /// Runs the Rust build, links the target's .ll, strips CPU attributes, checks symbols,
 /// atomics and machine code, and makes the per-unit variant.
 fn build_one(t: &Target, shared_bytes: u64) -> Result<Built> {
@@ -147,21 +166,10 @@ fn build_one(t: &Target, shared_bytes: u64) -> Result<Built> {
     util::mkdirs(&work)?;
 
     // 1. Rust -> bitcode (a self-contained staticlib with fat LTO).
-    let mut cargo = Cmd::new(util::cargo());
-    cargo
-        .in_root()
-        .args(["rustc", "-p", "devicertl", "--profile", "device", "--target", t.triple])
-        .args(["-Zbuild-std=core", "--target-dir"])
-        .arg(&target_dir)
+    device_cargo(t, "rustc", &target_dir)
         .args(["--crate-type", "staticlib", "--", "--emit=llvm-bc", "-Zdefault-visibility=hidden"])
-        .env("RUSTC_BOOTSTRAP", "1")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .hint("the device runtime did not compile; fix the error above (needs the rust-src component: `cargo xtask setup`)");
-    match t.rustflags {
-        Some(flags) => cargo.env("RUSTFLAGS", flags),
-        None => cargo.env_remove("RUSTFLAGS"),
-    };
-    cargo.run()?;
+        .hint("the device runtime did not compile; fix the error above (needs the rust-src component: `cargo xtask setup`)")
+        .run()?;
     let deps = target_dir.join(t.triple).join("device/deps");
     let rust_bc = util::files_matching(&deps, "devicertl-", ".bc")
         .into_iter()

@@ -2,10 +2,12 @@
 
 mod bench;
 mod cc;
+mod clippy;
 mod corrupt;
 mod demo;
 mod devicecode;
 mod devicertl;
+mod fuzz;
 mod host;
 mod setup;
 mod test;
@@ -24,7 +26,9 @@ Commands:
   cc [clang args]     clang-22 with the rustomp runtime wired in (also: c++ for clang++-22);
                       --runtime=llvm builds against LLVM's libomptarget instead
   demo [--no-setup]   setup, build, compile examples/saxpy.c and run it offloaded
-  test [--quick]      cargo test, runtime builds, device-symbol check of the ABI probes, and the
+  clippy              clippy -D warnings: the host workspace (all targets) and devicertl for
+                      nvptx64 and amdgcn as the device build compiles it; prints each run's time
+  test [--quick]      clippy, cargo test, runtime builds, device-symbol check of the ABI probes, and the
                       program corpus (tests/programs) against rustomp and LLVM; --quick skips the corpus
   test --gpu          the corpus on a GPU (RUSTOMP_GPU_ARCH, default sm_90; gfx* for AMD); skipped without its driver
   bench [--quick] [filter]
@@ -35,6 +39,10 @@ Commands:
                       the corrupted-image experiment: N variants (default 1000) of a host-offload
                       program with 1-4 bytes of its device image's headers changed, run with our
                       library (and LLVM's); fails on a crash or hang of ours
+  fuzz [TARGET...] [--time S] [--runs N]
+                      the libFuzzer targets of fuzz/ (container, image, registration, mapping), each
+                      for S seconds (default 60) from the seeds in fuzz/corpus; fails on a crash;
+                      --remake-corpus rebuilds the seeds from compiled programs (fuzz/README.md)
   help                this text
 
 Environment: RUSTOMP_VERBOSE=1 prints every command run.";
@@ -83,6 +91,10 @@ fn dispatch(args: &[String]) -> Result<i32> {
             flags(cmd, rest, &[])?;
             host::run()?;
         }
+        "clippy" => {
+            flags(cmd, rest, &[])?;
+            clippy::run()?;
+        }
         "cc" => return cc::run(false, rest),
         "c++" | "cxx" => return cc::run(true, rest),
         "demo" => {
@@ -130,6 +142,26 @@ fn dispatch(args: &[String]) -> Result<i32> {
                 }
             }
             return Ok(i32::from(corrupt::run(&o)?.bad() > 0));
+        }
+        "fuzz" => {
+            let mut o = fuzz::Options { targets: Vec::new(), seconds: None, runs: None, remake_corpus: false };
+            let mut rest = rest.iter();
+            while let Some(a) = rest.next() {
+                let mut number = || -> Result<u64> {
+                    match rest.next().map(|v| v.parse()) {
+                        Some(Ok(n)) => Ok(n),
+                        _ => bail!("`{a}` needs a number"),
+                    }
+                };
+                match a.as_str() {
+                    "--time" => o.seconds = Some(number()?),
+                    "--runs" => o.runs = Some(number()?),
+                    "--remake-corpus" => o.remake_corpus = true,
+                    f if f.starts_with('-') => bail!("`cargo xtask fuzz` does not take `{f}` (accepted: target names, --time S, --runs N, --remake-corpus)"),
+                    target => o.targets.push(target.to_string()),
+                }
+            }
+            return fuzz::run(&o);
         }
         "help" | "-h" | "--help" => println!("{HELP}"),
         other => bail!("unknown command `{other}`; `cargo xtask help` lists the commands"),

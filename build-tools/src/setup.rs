@@ -3,7 +3,9 @@
 //! - Debian packages for clang-22 / LLVM 22 / libomp 22 / liboffload 22, and the HSA runtime
 //!   (a run-time test dependency of the AMDGPU plugin);
 //! - CUDA's `ptxas` and `nvlink` (pip package `nvidia-cuda-nvcc`, CUDA 13) in `target/tools/`;
-//! - rustup components for building the device runtime with `-Zbuild-std=core`.
+//! - rustup components for building the device runtime with `-Zbuild-std=core`, and clippy
+//!   (`cargo xtask clippy`, the first step of `cargo xtask test`);
+//! - the nightly toolchain `cargo xtask fuzz` builds the fuzz targets with.
 
 use crate::bail;
 use crate::util::{self, at, Cmd, Context, Result};
@@ -21,7 +23,8 @@ pub const DEB_PACKAGES: [&str; 7] = [
     "libhsa-runtime64-1",
 ];
 
-pub const RUST_COMPONENTS: [&str; 3] = ["rust-src", "llvm-tools", "llvm-bitcode-linker"];
+/// The components of rust-toolchain.toml the tasks need (rustfmt is for people, not the tasks).
+pub const RUST_COMPONENTS: [&str; 4] = ["rust-src", "llvm-tools", "llvm-bitcode-linker", "clippy"];
 
 /// Where `--cuda-path` points: a symlink to the pip package's `nvidia/cu13`.
 pub fn cuda_dir() -> PathBuf {
@@ -42,6 +45,13 @@ pub fn run() -> Result<()> {
     cuda(&mut report)?;
     util::step("setup: rustup components");
     rustup(&mut report)?;
+    util::step("setup: nightly toolchain (cargo xtask fuzz)");
+    let toolchain = format!("rustup toolchain {}", crate::fuzz::toolchain());
+    if crate::fuzz::install_toolchain()? {
+        report.installed.push(toolchain);
+    } else {
+        report.present.push(toolchain);
+    }
     let list = |v: &[String]| {
         if v.is_empty() {
             "nothing".to_string()

@@ -19,7 +19,7 @@ pub use rustomp_abi::{HostCallPort, HOST_CALL_DATA_BYTES};
 /// The port, or null when the plugin offers none (a plugin without host calls).
 #[unsafe(no_mangle)]
 #[used]
-#[allow(non_upper_case_globals)]
+#[allow(non_upper_case_globals, reason = "the symbol name the plugins look up")]
 pub static __rustomp_host_call_port: DeviceGlobal<DevicePtr<HostCallPort>> =
     DeviceGlobal::new(DevicePtr::null());
 

@@ -120,10 +120,10 @@ pub mod heap {
     // Named, not internal: runtime state must have one definition per image (see
     // build-tools/src/devicertl.rs), whatever copies of the code clang links.
     #[unsafe(no_mangle)]
-    #[allow(non_upper_case_globals)]
+    #[allow(non_upper_case_globals, reason = "a C symbol name, one per image")]
     static __rustomp_heap_region: Region = Region(UnsafeCell::new([0; HEAP_BYTES]));
     #[unsafe(no_mangle)]
-    #[allow(non_upper_case_globals)]
+    #[allow(non_upper_case_globals, reason = "a C symbol name, one per image")]
     static __rustomp_heap: SizeClassHeap = SizeClassHeap::new();
 
     /// # Safety

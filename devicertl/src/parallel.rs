@@ -17,8 +17,10 @@ type Microtask = *mut c_void;
 /// # Safety
 /// `fn_ptr` is an outlined function taking two `i32*` and `nargs` pointer-sized arguments;
 /// `args` holds `nargs` values.
-// clippy does not see the SAFETY comments inside the macro expansion below.
-#[allow(clippy::undocumented_unsafe_blocks)]
+#[allow(
+    clippy::undocumented_unsafe_blocks,
+    reason = "clippy does not see the SAFETY comments inside the macro expansion below"
+)]
 unsafe fn invoke_microtask(
     thread_num: u32,
     fn_ptr: Microtask,
@@ -256,7 +258,7 @@ pub extern "C" fn __kmpc_end_sharing_variables() {
 /// # Safety
 /// As `__kmpc_parallel_60`.
 #[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "clang-22's signature")]
 pub unsafe extern "C" fn __kmpc_parallel_51(
     ident: *const c_void,
     gtid: i32,
@@ -290,7 +292,7 @@ pub unsafe extern "C" fn __kmpc_parallel_51(
 /// # Safety
 /// As `__kmpc_parallel_60`.
 #[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "the signature of __kmpc_parallel_60, which it implements")]
 pub unsafe extern "C" fn __kmpc_parallel_impl(
     ident: *const c_void,
     gtid: i32,

@@ -158,7 +158,7 @@ fn launch_counters() -> (&'static AtomicU32, &'static AtomicU32) {
 /// Arguments as clang-22 emits them. SPMD: every thread of the team calls it, each with its own
 /// list. Generic: only the main thread does.
 #[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "clang-22's signature")]
 pub unsafe extern "C" fn __kmpc_nvptx_teams_reduce_nowait_v2(
     _ident: *const c_void,
     buffer: *mut c_void,

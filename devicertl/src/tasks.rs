@@ -137,7 +137,7 @@ pub extern "C" fn omp_get_max_task_priority() -> i32 {
 /// Arguments as clang-22 emits them: `task` from `__kmpc_omp_task_alloc`, `lower`/`upper`
 /// point into it.
 #[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "clang-22's signature")]
 pub unsafe extern "C" fn __kmpc_taskloop(
     ident: *const c_void,
     gtid: i32,
@@ -166,7 +166,7 @@ pub unsafe extern "C" fn __kmpc_taskloop(
 /// # Safety
 /// As `__kmpc_taskloop`.
 #[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "clang-22's signature")]
 pub unsafe extern "C" fn __kmpc_taskloop_5(
     ident: *const c_void,
     gtid: i32,

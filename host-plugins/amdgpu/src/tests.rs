@@ -680,7 +680,7 @@ unsafe extern "C" fn hsa_amd_memory_unlock(host: *mut c_void) -> Status {
     outcome(known, STATUS_ERROR_INVALID_ARGUMENT)
 }
 
-#[allow(clippy::too_many_arguments)] // hsa_amd_memory_async_copy's own signature
+#[allow(clippy::too_many_arguments, reason = "hsa_amd_memory_async_copy's own signature")]
 unsafe extern "C" fn hsa_amd_memory_async_copy(
     dst: *mut c_void,
     dst_agent: Agent,
@@ -808,7 +808,7 @@ unsafe extern "C" fn hsa_signal_wait_scacquire(
     with(|f| f.load(signal.handle))
 }
 
-#[allow(clippy::too_many_arguments)] // hsa_queue_create's own signature
+#[allow(clippy::too_many_arguments, reason = "hsa_queue_create's own signature")]
 unsafe extern "C" fn hsa_queue_create(
     agent: Agent,
     size: u32,
@@ -2078,15 +2078,14 @@ fn memory_comes_from_the_right_pools_and_copies_lock_or_stage_host_memory() {
         (h, AllocKind::Host),
         (s, AllocKind::Shared),
     ] {
-        device.free(address as *mut c_void, kind).unwrap();
+        // SAFETY: each allocation of this device freed once, with its kind.
+        unsafe { device.free(address as *mut c_void, kind) }.unwrap();
     }
     assert!(with(|f| f.allocs.is_empty()));
-    device
-        .free(std::ptr::null_mut(), AllocKind::Device)
-        .unwrap();
-    let e = device
-        .free(0x1234 as *mut c_void, AllocKind::Host)
-        .unwrap_err();
+    // SAFETY: null is allowed.
+    unsafe { device.free(std::ptr::null_mut(), AllocKind::Device) }.unwrap();
+    // SAFETY: not an allocation, but the fake runtime only looks the address up in its table.
+    let e = unsafe { device.free(0x1234 as *mut c_void, AllocKind::Host) }.unwrap_err();
     assert_eq!(e.kind, ErrorKind::InvalidArgument);
     let expected = "device 2 (amdgpu plugin): cannot free pinned host memory at 0x1234: hsa_amd_memory_pool_free failed";
     assert!(e.message.starts_with(expected), "{}", e.message);

@@ -360,10 +360,11 @@ impl Device for ExternalDevice {
         }
         Ok(ptr)
     }
-    // The `Device` trait keeps `free` safe: its contract is that only pointers from `alloc` come back.
-    #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    fn free(&self, ptr: *mut c_void, _kind: AllocKind) -> Result<()> {
-        // SAFETY: the front only frees pointers this device allocated, once.
+    unsafe fn free(&self, ptr: *mut c_void, _kind: AllocKind) -> Result<()> {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        // SAFETY: the caller frees only pointers this device allocated, once.
         let rc = unsafe { self.rtl.data_delete(self.name.index, ptr) };
         if rc != 0 {
             return Err(self.rtl.failed(ErrorKind::InvalidArgument, "__tgt_rtl_data_delete", &self.name, format!("of {ptr:p} returned {rc}")));

@@ -2,142 +2,131 @@
 //!
 //! Contract: exports LLVM 22's 81 entry points under `VERS1.0`. Each export is a thin shim that
 //! converts raw arguments and calls a safe module (`target`, `data`, `api`); no panic crosses
-//! the C boundary (each shim catches and reports). The mapping table, reference counts and the
+//! the C boundary: every export is defined with `export::exports!`, which reports a panic with
+//! the export's name and returns LLVM's failure value for it. The mapping table, reference counts and the
 //! offload policy are owned here; plugins only allocate, copy, load and launch.
 
 mod api;
 mod data;
 mod diag;
+mod export;
 mod external;
 mod runtime;
 mod target;
 mod tasks;
 
 use data::{MapItem, MapList};
+use export::exports;
 use rustomp_abi::{BinDesc, Ident, KernelArgs, MapType};
 use std::ffi::c_void;
 use target::{OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 
-/// Runs `f`, turning a panic into `on_panic` after reporting it (no unwinding into C).
-fn guard<T>(what: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(v) => v,
-        Err(_) => {
-            diag::error(&format!("internal error in {what}"));
-            on_panic
+exports! {
+    /// # Safety
+    /// `desc` is clang's descriptor, valid until the matching `__tgt_unregister_lib`.
+    pub unsafe extern "C" fn __tgt_register_lib(desc: *mut BinDesc) {
+        on_panic: ();
+        if !desc.is_null() {
+            // SAFETY: guaranteed by the caller.
+            runtime::runtime().register(unsafe { &*desc });
         }
     }
-}
 
-/// # Safety
-/// `desc` is clang's descriptor, valid until the matching `__tgt_unregister_lib`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __tgt_register_lib(desc: *mut BinDesc) {
-    if desc.is_null() {
-        return;
+    /// # Safety
+    /// `desc` was registered with `__tgt_register_lib`.
+    pub unsafe extern "C" fn __tgt_unregister_lib(desc: *mut BinDesc) {
+        on_panic: ();
+        if !desc.is_null() {
+            // SAFETY: guaranteed by the caller.
+            runtime::runtime().unregister(unsafe { &*desc });
+        }
     }
-    // SAFETY: guaranteed by the caller.
-    guard("__tgt_register_lib", (), || runtime::runtime().register(unsafe { &*desc }))
-}
 
-/// # Safety
-/// `desc` was registered with `__tgt_register_lib`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __tgt_unregister_lib(desc: *mut BinDesc) {
-    if desc.is_null() {
-        return;
-    }
-    // SAFETY: guaranteed by the caller.
-    guard("__tgt_unregister_lib", (), || runtime::runtime().unregister(unsafe { &*desc }))
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn __tgt_init_all_rtls() {
-    guard("__tgt_init_all_rtls", (), || {
+    pub extern "C" fn __tgt_init_all_rtls() {
+        on_panic: ();
         runtime::runtime();
-    })
-}
-#[unsafe(no_mangle)]
-pub extern "C" fn __tgt_rtl_init() {
-    __tgt_init_all_rtls()
-}
-#[unsafe(no_mangle)]
-pub extern "C" fn __tgt_rtl_deinit() {}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn __tgt_register_requires(flags: i64) {
-    runtime::runtime().requires.fetch_or(flags as u64, std::sync::atomic::Ordering::Relaxed);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn __tgt_set_info_flag(flags: u32) {
-    diag::set_info_flags(flags);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn __tgt_print_device_info(device_id: i64) -> i32 {
-    guard("__tgt_print_device_info", OFFLOAD_FAIL, || match runtime::runtime().device(device_id.max(0) as usize) {
-        Ok(device) => {
-            println!("{}", device.backend.describe());
-            OFFLOAD_SUCCESS
-        }
-        Err(e) => {
-            diag::error(&e.to_string());
-            OFFLOAD_FAIL
-        }
-    })
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn ompx_dump_mapping_tables() {
-    guard("ompx_dump_mapping_tables", (), || {
-        target::dump_tables(&diag::SourceInfo::libomptarget(), true);
-    })
-}
-
-/// # Safety
-/// `args` is clang's `KernelArgs`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __tgt_target_kernel(
-    ident: *mut Ident,
-    device_id: i64,
-    _num_teams: i32,
-    _thread_limit: i32,
-    region_id: *mut c_void,
-    args: *mut KernelArgs,
-) -> i32 {
-    if args.is_null() {
-        return OFFLOAD_FAIL;
     }
-    // SAFETY: guaranteed by the caller.
-    guard("__tgt_target_kernel", OFFLOAD_FAIL, || unsafe { target::target_kernel(ident, device_id, region_id, &*args) })
-}
+    pub extern "C" fn __tgt_rtl_init() {
+        on_panic: ();
+        __tgt_init_all_rtls()
+    }
+    pub extern "C" fn __tgt_rtl_deinit() {
+        on_panic: ();
+    }
 
-/// Kernels run to completion inside the call; `nowait` ordering comes from libomp's target task.
-///
-/// # Safety
-/// As `__tgt_target_kernel`.
-#[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn __tgt_target_kernel_nowait(
-    ident: *mut Ident,
-    device_id: i64,
-    num_teams: i32,
-    thread_limit: i32,
-    region_id: *mut c_void,
-    args: *mut KernelArgs,
-    _dep_num: i32,
-    _dep_list: *mut c_void,
-    _noalias_dep_num: i32,
-    _noalias_dep_list: *mut c_void,
-) -> i32 {
-    // SAFETY: forwarded.
-    unsafe { __tgt_target_kernel(ident, device_id, num_teams, thread_limit, region_id, args) }
+    pub extern "C" fn __tgt_register_requires(flags: i64) {
+        on_panic: ();
+        runtime::runtime().requires.fetch_or(flags as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub extern "C" fn __tgt_set_info_flag(flags: u32) {
+        on_panic: ();
+        diag::set_info_flags(flags);
+    }
+
+    pub extern "C" fn __tgt_print_device_info(device_id: i64) -> i32 {
+        on_panic: OFFLOAD_FAIL;
+        match runtime::runtime().device(device_id.max(0) as usize) {
+            Ok(device) => {
+                println!("{}", device.backend.describe());
+                OFFLOAD_SUCCESS
+            }
+            Err(e) => {
+                diag::error(&e.to_string());
+                OFFLOAD_FAIL
+            }
+        }
+    }
+
+    pub extern "C" fn ompx_dump_mapping_tables() {
+        on_panic: ();
+        target::dump_tables(&diag::SourceInfo::libomptarget(), true);
+    }
+
+    /// # Safety
+    /// `args` is clang's `KernelArgs`.
+    pub unsafe extern "C" fn __tgt_target_kernel(
+        ident: *mut Ident,
+        device_id: i64,
+        _num_teams: i32,
+        _thread_limit: i32,
+        region_id: *mut c_void,
+        args: *mut KernelArgs,
+    ) -> i32 {
+        on_panic: OFFLOAD_FAIL;
+        if args.is_null() {
+            return OFFLOAD_FAIL;
+        }
+        // SAFETY: guaranteed by the caller.
+        unsafe { target::target_kernel(ident, device_id, region_id, &*args) }
+    }
+
+    /// Kernels run to completion inside the call; `nowait` ordering comes from libomp's target task.
+    ///
+    /// # Safety
+    /// As `__tgt_target_kernel`.
+    #[allow(clippy::too_many_arguments, reason = "LLVM's C signature")]
+    pub unsafe extern "C" fn __tgt_target_kernel_nowait(
+        ident: *mut Ident,
+        device_id: i64,
+        num_teams: i32,
+        thread_limit: i32,
+        region_id: *mut c_void,
+        args: *mut KernelArgs,
+        _dep_num: i32,
+        _dep_list: *mut c_void,
+        _noalias_dep_num: i32,
+        _noalias_dep_list: *mut c_void,
+    ) -> i32 {
+        on_panic: OFFLOAD_FAIL;
+        // SAFETY: forwarded.
+        unsafe { __tgt_target_kernel(ident, device_id, num_teams, thread_limit, region_id, args) }
+    }
 }
 
 /// # Safety
 /// Arrays of `arg_num` elements, as clang passes them.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "the arguments of LLVM's legacy entry points")]
 unsafe fn legacy_target(
     ident: *mut Ident,
     device_id: i64,
@@ -171,16 +160,19 @@ unsafe fn legacy_target(
     unsafe { __tgt_target_kernel(ident, device_id, teams, threads, region_id, &mut args) }
 }
 
-/// Exports that forward their C arguments to one shared implementation.
+/// Exports that forward their C arguments to one shared implementation; `OFFLOAD_FAIL` on a panic.
 macro_rules! forwarding_exports {
     ($($name:ident($($extra:ident: $t:ty),*) => $call:expr;)*) => {$(
-        /// # Safety
-        /// Arrays of `arg_num` elements, as clang passes them.
-        #[unsafe(no_mangle)]
-        #[allow(clippy::too_many_arguments, unused_variables)]
-        pub unsafe extern "C" fn $name($($extra: $t,)*) -> i32 {
-            // SAFETY: forwarded; the caller passes clang's arrays.
-            unsafe { $call }
+        exports! {
+            /// # Safety
+            /// Arrays of `arg_num` elements, as clang passes them.
+            #[allow(clippy::too_many_arguments, reason = "LLVM's C signature")]
+            #[allow(unused_variables, reason = "the dependences and `nowait` have nothing to change here")]
+            pub unsafe extern "C" fn $name($($extra: $t),*) -> i32 {
+                on_panic: OFFLOAD_FAIL;
+                // SAFETY: forwarded; the caller passes clang's arrays.
+                unsafe { $call }
+            }
         }
     )*};
 }
@@ -205,7 +197,7 @@ enum DataOp {
 
 /// # Safety
 /// Arrays of `arg_num` elements, as clang passes them (mappers may be null).
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "the arguments of LLVM's data entry points")]
 unsafe fn data_op(
     op: DataOp,
     ident: *mut Ident,
@@ -218,16 +210,14 @@ unsafe fn data_op(
     names: *mut *mut c_void,
     mappers: *mut *mut c_void,
 ) -> i32 {
-    guard("target data", OFFLOAD_FAIL, || {
-        // SAFETY: guaranteed by the caller.
-        let list = unsafe { MapList::from_raw(arg_num, bases, begins, sizes, types, names as *const *const std::ffi::c_char, mappers) };
-        match op {
-            // SAFETY: as above.
-            DataOp::Begin => unsafe { target::data_begin(ident, device_id, list, bases) },
-            DataOp::End => target::data_end(ident, device_id, list),
-            DataOp::Update => target::data_update(ident, device_id, list),
-        }
-    })
+    // SAFETY: guaranteed by the caller.
+    let list = unsafe { MapList::from_raw(arg_num, bases, begins, sizes, types, names as *const *const std::ffi::c_char, mappers) };
+    match op {
+        // SAFETY: as above.
+        DataOp::Begin => unsafe { target::data_begin(ident, device_id, list, bases) },
+        DataOp::End => target::data_end(ident, device_id, list),
+        DataOp::Update => target::data_update(ident, device_id, list),
+    }
 }
 
 forwarding_exports! {
@@ -245,93 +235,100 @@ forwarding_exports! {
     __tgt_target_data_update_nowait_mapper(ident: *mut Ident, device_id: i64, arg_num: i32, args_base: *mut *mut c_void, args: *mut *mut c_void, arg_sizes: *mut i64, arg_types: *mut i64, arg_names: *mut *mut c_void, arg_mappers: *mut *mut c_void, dep_num: i32, dep_list: *mut c_void, na_num: i32, na_list: *mut c_void) => data_op(DataOp::Update, ident, device_id, arg_num, args_base, args, arg_sizes, arg_types, arg_names, arg_mappers);
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn __tgt_push_mapper_component(
-    _handle: *mut c_void,
-    base: *mut c_void,
-    begin: *mut c_void,
-    size: i64,
-    kind: i64,
-    name: *mut c_void,
-) {
-    data::push_mapper_component(MapItem {
-        base,
-        begin,
-        size,
-        kind: MapType::from_bits_retain(kind as u64),
-        mapper: std::ptr::null_mut(),
-        name: name as *const std::ffi::c_char,
-    });
-}
+exports! {
+    pub extern "C" fn __tgt_push_mapper_component(
+        _handle: *mut c_void,
+        base: *mut c_void,
+        begin: *mut c_void,
+        size: i64,
+        kind: i64,
+        name: *mut c_void,
+    ) {
+        on_panic: ();
+        data::push_mapper_component(MapItem {
+            base,
+            begin,
+            size,
+            kind: MapType::from_bits_retain(kind as u64),
+            mapper: std::ptr::null_mut(),
+            name: name as *const std::ffi::c_char,
+        });
+    }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn __tgt_mapper_num_components(_handle: *mut c_void) -> i64 {
-    data::mapper_num_components()
+    pub extern "C" fn __tgt_mapper_num_components(_handle: *mut c_void) -> i64 {
+        on_panic: 0;
+        data::mapper_num_components()
+    }
 }
 
 thread_local! {
     static TRIPCOUNT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_push_target_tripcount(_device_id: i64, tripcount: u64) {
-    TRIPCOUNT.with(|t| t.set(tripcount));
-}
-#[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_push_target_tripcount_mapper(_ident: *mut Ident, _device_id: i64, tripcount: u64) {
-    TRIPCOUNT.with(|t| t.set(tripcount));
-}
-
-/// Every target construct completes inside its call, so nothing is ever pending.
-///
-/// # Safety
-/// `handle` is null or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __tgt_target_nowait_query(handle: *mut *mut c_void) -> i32 {
-    if !handle.is_null() {
-        // SAFETY: guaranteed by the caller.
-        unsafe { *handle = std::ptr::null_mut() };
+exports! {
+    pub extern "C" fn __kmpc_push_target_tripcount(_device_id: i64, tripcount: u64) {
+        on_panic: ();
+        TRIPCOUNT.with(|t| t.set(tripcount));
     }
-    OFFLOAD_SUCCESS
+    pub extern "C" fn __kmpc_push_target_tripcount_mapper(_ident: *mut Ident, _device_id: i64, tripcount: u64) {
+        on_panic: ();
+        TRIPCOUNT.with(|t| t.set(tripcount));
+    }
+
+    /// Every target construct completes inside its call, so nothing is ever pending.
+    ///
+    /// # Safety
+    /// `handle` is null or writable.
+    pub unsafe extern "C" fn __tgt_target_nowait_query(handle: *mut *mut c_void) -> i32 {
+        on_panic: OFFLOAD_FAIL;
+        if !handle.is_null() {
+            // SAFETY: guaranteed by the caller.
+            unsafe { *handle = std::ptr::null_mut() };
+        }
+        OFFLOAD_SUCCESS
+    }
+
+    /// Record-and-replay of kernels is an LLVM debugging feature this runtime does not offer.
+    pub extern "C" fn __tgt_activate_record_replay(_device_id: i64, _memory_size: u64, _addr: *mut c_void, _is_record: bool, _save_output: bool, _reqptr: *mut u64) -> i64 {
+        on_panic: OFFLOAD_FAIL as i64;
+        diag::error("kernel record/replay (LIBOMPTARGET_RECORD) is not supported by this runtime");
+        OFFLOAD_FAIL as i64
+    }
+    #[allow(clippy::too_many_arguments, reason = "LLVM's C signature")]
+    pub extern "C" fn __tgt_target_kernel_replay(
+        _ident: *mut Ident,
+        _device_id: i64,
+        _host_ptr: *mut c_void,
+        _device_memory: *mut c_void,
+        _device_memory_size: i64,
+        _tgt_args: *mut *mut c_void,
+        _tgt_offsets: *mut i64,
+        _num_args: i32,
+        _num_teams: i32,
+        _thread_limit: i32,
+        _loop_tripcount: u64,
+    ) -> i32 {
+        on_panic: OFFLOAD_FAIL;
+        diag::error("kernel replay is not supported by this runtime");
+        OFFLOAD_FAIL
+    }
 }
 
-/// Record-and-replay of kernels is an LLVM debugging feature this runtime does not offer.
-#[unsafe(no_mangle)]
-pub extern "C" fn __tgt_activate_record_replay(_device_id: i64, _memory_size: u64, _addr: *mut c_void, _is_record: bool, _save_output: bool, _reqptr: *mut u64) -> i64 {
-    diag::error("kernel record/replay (LIBOMPTARGET_RECORD) is not supported by this runtime");
-    OFFLOAD_FAIL as i64
-}
-#[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
-pub extern "C" fn __tgt_target_kernel_replay(
-    _ident: *mut Ident,
-    _device_id: i64,
-    _host_ptr: *mut c_void,
-    _device_memory: *mut c_void,
-    _device_memory_size: i64,
-    _tgt_args: *mut *mut c_void,
-    _tgt_offsets: *mut i64,
-    _num_args: i32,
-    _num_teams: i32,
-    _thread_limit: i32,
-    _loop_tripcount: u64,
-) -> i32 {
-    diag::error("kernel replay is not supported by this runtime");
-    OFFLOAD_FAIL
-}
-
-/// CUDA-style launches through OpenMP offload (`-fopenmp -x cuda`) are not supported.
-#[unsafe(no_mangle)]
-pub extern "C" fn llvmLaunchKernel(_func: *const c_void, _grid: u64, _grid_z: u32, _block: u64, _block_z: u32, _args: *mut *mut c_void, _shared: usize, _stream: *mut c_void) -> u32 {
-    diag::error("llvmLaunchKernel: CUDA-language kernels on the OpenMP runtime are not supported");
-    1
-}
-#[unsafe(no_mangle)]
-pub extern "C" fn __llvmPushCallConfiguration(_grid: u64, _grid_z: u32, _block: u64, _block_z: u32, _shared: usize, _stream: *mut c_void) -> u32 {
-    diag::error("__llvmPushCallConfiguration: CUDA-language kernels on the OpenMP runtime are not supported");
-    1
-}
-#[unsafe(no_mangle)]
-pub extern "C" fn __llvmPopCallConfiguration(_grid: *mut u64, _grid_z: *mut u32, _block: *mut u64, _block_z: *mut u32, _shared: *mut usize, _stream: *mut *mut c_void) -> u32 {
-    1
+// CUDA-style launches through OpenMP offload (`-fopenmp -x cuda`) are not supported: each
+// entry point fails with 1 (`cudaErrorInvalidValue`), a panic too.
+exports! {
+    pub extern "C" fn llvmLaunchKernel(_func: *const c_void, _grid: u64, _grid_z: u32, _block: u64, _block_z: u32, _args: *mut *mut c_void, _shared: usize, _stream: *mut c_void) -> u32 {
+        on_panic: 1;
+        diag::error("llvmLaunchKernel: CUDA-language kernels on the OpenMP runtime are not supported");
+        1
+    }
+    pub extern "C" fn __llvmPushCallConfiguration(_grid: u64, _grid_z: u32, _block: u64, _block_z: u32, _shared: usize, _stream: *mut c_void) -> u32 {
+        on_panic: 1;
+        diag::error("__llvmPushCallConfiguration: CUDA-language kernels on the OpenMP runtime are not supported");
+        1
+    }
+    pub extern "C" fn __llvmPopCallConfiguration(_grid: *mut u64, _grid_z: *mut u32, _block: *mut u64, _block_z: *mut u32, _shared: *mut usize, _stream: *mut *mut c_void) -> u32 {
+        on_panic: 1;
+        1
+    }
 }

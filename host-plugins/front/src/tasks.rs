@@ -123,13 +123,10 @@ pub unsafe fn spawn(what: &str, count: i32, objects: *const *const c_void, work:
 unsafe extern "C" fn run_work(_gtid: i32, task: *mut Task) -> i32 {
     // SAFETY: `spawn` stored a `Box<Work>` in `shareds` and nothing else takes it.
     let work = unsafe { Box::from_raw((*task).shareds as *mut Work) };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
-        Ok(()) => 0,
-        Err(_) => {
-            crate::diag::error("an asynchronous target memory operation panicked");
-            -1
-        }
-    }
+    crate::export::guard("an asynchronous target memory operation", -1, || {
+        work();
+        0
+    })
 }
 
 #[cfg(test)]

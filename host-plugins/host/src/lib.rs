@@ -95,15 +95,13 @@ impl Device for HostDevice {
         faults::allocated(self.global, ptr as usize, bytes);
         Ok(ptr)
     }
-    // The `Device` trait keeps `free` safe: its contract is that only pointers from `alloc` come back.
-    #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    fn free(&self, ptr: *mut c_void, _kind: AllocKind) -> Result<()> {
+    unsafe fn free(&self, ptr: *mut c_void, _kind: AllocKind) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }
         // Under the allocation accounting a double free is refused here, before free(3).
         faults::freeing(self.global, ptr as usize)?;
-        // SAFETY: the front only frees pointers this device allocated.
+        // SAFETY: the caller frees only pointers this device allocated (malloc), once.
         unsafe { libc::free(ptr) };
         Ok(())
     }

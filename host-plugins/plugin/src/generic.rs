@@ -477,12 +477,11 @@ impl<B: Backend> Device for GenericDevice<B> {
         Ok(address as *mut c_void)
     }
 
-    #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    fn free(&self, ptr: *mut c_void, kind: AllocKind) -> Result<()> {
+    unsafe fn free(&self, ptr: *mut c_void, kind: AllocKind) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }
-        // SAFETY: the front frees only what `alloc` of this device returned, with its kind, once.
+        // SAFETY: the caller frees only what `alloc` of this device returned, with its kind, once.
         unsafe { self.core.backend.free(ptr as u64, kind) }.map_err(|e| {
             e.context(format_args!(
                 "{}: cannot free {} memory at {ptr:p}",

@@ -183,7 +183,12 @@ pub trait Plugin: Send + Sync {
 /// them, it only passes them back to this device.
 pub trait Device: Send + Sync {
     fn alloc(&self, bytes: usize, kind: AllocKind) -> Result<*mut c_void>;
-    fn free(&self, ptr: *mut c_void, kind: AllocKind) -> Result<()>;
+    /// Frees what `alloc` returned; a null `ptr` does nothing.
+    ///
+    /// # Safety
+    /// `ptr` is null or came from `alloc` of this device with this `kind`, and is freed once
+    /// (device code and copies no longer use it).
+    unsafe fn free(&self, ptr: *mut c_void, kind: AllocKind) -> Result<()>;
     /// # Safety
     /// `host` is readable for `bytes`; `device` came from this device and holds `bytes`.
     unsafe fn copy_to_device(
