@@ -9,6 +9,7 @@ mod devicecode;
 mod devicertl;
 mod fuzz;
 mod host;
+mod sanitize;
 mod setup;
 mod test;
 mod util;
@@ -31,6 +32,8 @@ Commands:
   test [--quick]      clippy, cargo test, runtime builds, device-symbol check of the ABI probes, and the
                       program corpus (tests/programs) against rustomp and LLVM; --quick skips the corpus
   test --gpu          the corpus on a GPU (RUSTOMP_GPU_ARCH, default sm_90; gfx* for AMD); skipped without its driver
+  test --sanitize     ThreadSanitizer over the emulation, plugin and host-library tests, Miri over
+                      the pure-Rust ones (nightly toolchain)
   bench [--quick] [filter]
                       benchmarks (bench/, BENCHMARKS.md): our libomptarget against LLVM's, median
                       of alternating runs; filter: a group (overhead, mapping, threads, nowait,
@@ -102,7 +105,10 @@ fn dispatch(args: &[String]) -> Result<i32> {
             demo::run(!f[0])?;
         }
         "test" => {
-            let f = flags(cmd, rest, &["--gpu", "--quick"])?;
+            let f = flags(cmd, rest, &["--gpu", "--quick", "--sanitize"])?;
+            if f[2] {
+                return sanitize::run();
+            }
             return test::run(test::Options {
                 gpu: f[0],
                 quick: f[1],

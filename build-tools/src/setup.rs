@@ -52,6 +52,8 @@ pub fn run() -> Result<()> {
     } else {
         report.present.push(toolchain);
     }
+    util::step("setup: nightly components (cargo xtask test --sanitize: -Zbuild-std, Miri)");
+    nightly_components(&mut report)?;
     let list = |v: &[String]| {
         if v.is_empty() {
             "nothing".to_string()
@@ -243,5 +245,27 @@ fn rustup(report: &mut Report) -> Result<()> {
     report
         .installed
         .extend(missing.iter().map(|c| format!("rustup {c}")));
+    Ok(())
+}
+
+/// The nightly toolchain's `rust-src` (ThreadSanitizer builds the standard library) and `miri`.
+fn nightly_components(report: &mut Report) -> Result<()> {
+    let toolchain = crate::fuzz::toolchain();
+    let installed = Cmd::new("rustup")
+        .args(["component", "list", "--installed", "--toolchain", &toolchain])
+        .output()?;
+    for component in ["rust-src", "miri"] {
+        let name = format!("rustup {toolchain} {component}");
+        // Listed as "rust-src" or "miri-x86_64-unknown-linux-gnu".
+        if installed.lines().any(|l| l == component || l.starts_with(&format!("{component}-"))) {
+            report.present.push(name);
+            continue;
+        }
+        Cmd::new("rustup")
+            .args(["component", "add", component, "--toolchain", &toolchain])
+            .hint("rustup could not add the component; check the network and `rustup show`")
+            .run()?;
+        report.installed.push(name);
+    }
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! `cargo xtask test [--quick] [--gpu]`:
+//! `cargo xtask test [--quick] [--gpu] [--sanitize]`:
 //!
 //! 1. `cargo xtask clippy` (clippy `-D warnings`, host workspace and both device targets);
 //! 2. `cargo test --workspace` (unit tests and host emulation tests);
@@ -11,7 +11,10 @@
 //! 5. the program corpus (`tests/programs`), offloaded to the host plugin, against our library and
 //!    LLVM's. The last line is `N passed, N failed` for ours.
 //!
-//! Before 4, a smoke run of each fuzz target (`cargo xtask fuzz`, `fuzz::SMOKE_SECONDS` each).
+//! Before 5 (unless `--quick`): a smoke run of each fuzz target (`cargo xtask fuzz`,
+//! `fuzz::SMOKE_SECONDS` each), the corrupted-image experiment (`cargo xtask corrupt`, 200
+//! variants: no crash, no hang) and the sanitizers (`cargo xtask test --sanitize`:
+//! ThreadSanitizer and Miri).
 //!
 //! `--quick` stops after 4; `RUSTOMP_CORPUS_FILTER=text` limits 5 to the programs whose file
 //! name contains `text`. `--gpu` compiles the corpus for a GPU (`RUSTOMP_GPU_ARCH`, default sm_90) into a directory
@@ -97,6 +100,24 @@ pub fn run(o: Options) -> Result<i32> {
         if let Err(e) = crate::fuzz::smoke() {
             println!("fuzz: {e}");
             failed_steps.push("fuzz smoke run".to_string());
+        }
+        util::step("test: corrupted device images (cargo xtask corrupt, 200 variants)");
+        match crate::corrupt::run(&crate::corrupt::Options { variants: 200, seed: 0x5eed, llvm: false }) {
+            Ok(tally) if tally.bad() == 0 => {}
+            Ok(tally) => failed_steps.push(format!("corrupted images: {} crashed or hung", tally.bad())),
+            Err(e) => {
+                println!("corrupt: {e}");
+                failed_steps.push("corrupted images".to_string());
+            }
+        }
+        util::step("test: sanitizers (cargo xtask test --sanitize: ThreadSanitizer, Miri)");
+        match crate::sanitize::run() {
+            Ok(0) => {}
+            Ok(_) => failed_steps.push("sanitizers".to_string()),
+            Err(e) => {
+                println!("sanitizers: {e}");
+                failed_steps.push("sanitizers".to_string());
+            }
         }
         util::step("test 5/5: program corpus (host offload, x86_64-pc-linux-gnu)");
         let summary = corpus(&Suite::host())?;

@@ -118,6 +118,8 @@ fn requested_threads(if_expr: i32, num_threads: i32, available: u32) -> u32 {
 /// Generic-mode workers: run the published region wrapper `void wrapper(i16, i32)`.
 pub(crate) fn run_generic_region_worker(wrapper: usize, tid: u32) {
     state::set_thread_flags(tid, IN_TEAM_REGION | 1);
+    // The address went through the team state as an integer (`as usize` exposed it).
+    let wrapper = core::ptr::with_exposed_provenance::<()>(wrapper);
     // SAFETY: the main thread published a region wrapper emitted by clang with this signature.
     let wrapper: extern "C" fn(u16, u32) = unsafe { core::mem::transmute(wrapper) };
     wrapper(0, tid);

@@ -90,7 +90,8 @@ fn worker_loop(tid: i32) {
         }
         if active {
             // SAFETY: the main thread published one of our region wrappers.
-            let wrapper: extern "C" fn(u16, u32) = unsafe { core::mem::transmute(work) };
+            let wrapper: extern "C" fn(u16, u32) =
+                unsafe { core::mem::transmute(core::ptr::with_exposed_provenance::<()>(work)) };
             wrapper(0, tid as u32);
             __kmpc_kernel_end_parallel();
         }

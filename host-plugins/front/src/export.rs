@@ -10,7 +10,9 @@
 //! (after the panic hook's own `thread '...' panicked at <file:line>` lines), and the call
 //! returns the entry point's failure value, the one LLVM returns when that call fails: null for
 //! an allocation or a pointer query, `OFFLOAD_FAIL` (-1) for a copy or a target construct, 0
-//! ("no") for a predicate, nothing for a `void` function.
+//! ("no") for a predicate, nothing for a `void` function. A target construct (`__tgt_target*`)
+//! that panics under `OMP_TARGET_OFFLOAD=mandatory` ends the program with LLVM's fatal error 1
+//! instead: returning would let clang's code run the region on the host.
 
 use std::any::Any;
 
@@ -26,9 +28,19 @@ pub(crate) fn guard<T>(what: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
         Ok(value) => value,
         Err(payload) => {
             crate::diag::error(&internal_error(what, &*payload));
+            if what.starts_with("__tgt_target") && offloading_is_mandatory() {
+                // The construct failed: under `mandatory` that ends the program, as any other
+                // failure of a target construct (clang's code would run the host version).
+                crate::diag::fatal(1, "failure of target construct while offloading is mandatory");
+            }
             on_panic
         }
     }
+}
+
+/// `OMP_TARGET_OFFLOAD=mandatory`, read without the runtime (whose start may be what panicked).
+fn offloading_is_mandatory() -> bool {
+    std::env::var("OMP_TARGET_OFFLOAD").is_ok_and(|v| v.eq_ignore_ascii_case("mandatory"))
 }
 
 /// The report of a panic in `what`: its message when it has one (`panic!` with a literal or a

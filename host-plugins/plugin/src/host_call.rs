@@ -51,7 +51,9 @@ pub unsafe fn serve(port: *mut HostCallPort) -> bool {
         0
     } else {
         // SAFETY: guaranteed by the caller (the program passed a host function).
-        let f: HostFunction = unsafe { core::mem::transmute(function as usize) };
+        // The address crossed the device as an integer: take back the provenance the program
+        // exposed when it passed the function's address.
+        let f: HostFunction = unsafe { core::mem::transmute::<*const (), HostFunction>(core::ptr::with_exposed_provenance(function as usize)) };
         // SAFETY: as above.
         unsafe { f(data.as_mut_ptr() as *mut c_void) }
     };
@@ -82,17 +84,24 @@ mod tests {
             result: 0,
             data: [0; HOST_CALL_DATA_BYTES],
         });
+        // Every access goes through the raw pointer while `serve` may use it (as the device's
+        // and the host's do), never through the box it came from.
         let p: *mut HostCallPort = &mut *port;
         // SAFETY: a live port; nothing is pending.
         assert!(!unsafe { serve(p) });
-        port.function = add_pair as unsafe extern "C" fn(*mut c_void) -> u64 as usize as u64;
-        port.size = 16;
-        port.data[..8].copy_from_slice(&40u64.to_ne_bytes());
-        port.data[8..16].copy_from_slice(&2u64.to_ne_bytes());
-        port.state = host_call_state::REQUEST;
+        // SAFETY: no `serve` runs while the test writes the request.
+        unsafe {
+            (*p).function = add_pair as unsafe extern "C" fn(*mut c_void) -> u64 as usize as u64;
+            (*p).size = 16;
+            let data = &mut (*p).data;
+            data[..8].copy_from_slice(&40u64.to_ne_bytes());
+            data[8..16].copy_from_slice(&2u64.to_ne_bytes());
+            (*p).state = host_call_state::REQUEST;
+        }
         // SAFETY: as above, with a request for `add_pair`.
         assert!(unsafe { serve(p) });
-        assert_eq!((port.state, port.result), (host_call_state::DONE, 42));
+        // SAFETY: `serve` returned.
+        assert_eq!(unsafe { ((*p).state, (*p).result) }, (host_call_state::DONE, 42));
         // SAFETY: as above.
         assert!(!unsafe { serve(p) }, "served once");
     }
