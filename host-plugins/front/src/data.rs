@@ -310,6 +310,7 @@ impl<'d> Phase<'d> {
                 self.undo(&mut table);
             }
         }
+        crate::profile::table_size(self.device.id, table.len());
         if table.release(self.owner) {
             self.device.transfers_done.notify_all();
         }

@@ -11,6 +11,7 @@ mod data;
 mod diag;
 mod export;
 mod external;
+mod profile;
 mod runtime;
 mod target;
 mod tasks;

@@ -142,6 +142,8 @@ fn indirect_pairs(
 impl Runtime {
     fn from_env() -> Self {
         diag::init_from_env();
+        // Arranges the trace and the summary (if asked for) before the program's own exit work.
+        crate::profile::recorder();
         let policy = match std::env::var("OMP_TARGET_OFFLOAD").map(|v| v.to_ascii_lowercase()) {
             Ok(v) if v == "mandatory" => Policy::Mandatory,
             Ok(v) if v == "disabled" => Policy::Disabled,
@@ -300,7 +302,7 @@ impl Runtime {
                 plugin.open_device(slot.index, id, total).map(|backend| {
                     Arc::new(DeviceState {
                         id,
-                        backend,
+                        backend: crate::profile::observe(id, backend),
                         table: Mutex::new(MappingTable::new()),
                         transfers_done: Condvar::new(),
                         images: Mutex::new(DeviceImages::default()),

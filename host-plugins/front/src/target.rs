@@ -3,6 +3,7 @@
 
 use crate::data::{self, LaunchArguments, MapList};
 use crate::diag::{self, debug};
+use crate::profile;
 use crate::runtime::{runtime, DeviceState, Policy};
 use rustomp_abi::{Ident, KernelArgs};
 use rustomp_plugin::{LaunchConfig, OffloadError, Result};
@@ -159,7 +160,8 @@ pub unsafe fn data_begin(
         // SAFETY: clang's base array has one element per list item.
         unsafe { std::slice::from_raw_parts_mut(bases, list.items.len()) }
     });
-    report(data::begin(&device, &list.items, return_bases), &loc, &[])
+    let mapped = profile::phase(device.id, "map in (data)", list.items.len(), || data::begin(&device, &list.items, return_bases));
+    report(mapped, &loc, &[])
 }
 
 pub fn data_end(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
@@ -170,7 +172,8 @@ pub fn data_end(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
         data::print_kernel_arguments(device.id, "Exiting OpenMP data region with end_mapper", &loc, &list.items);
     }
-    report(data::end(&device, &list.items), &loc, &[])
+    let unmapped = profile::phase(device.id, "map out (data)", list.items.len(), || data::end(&device, &list.items));
+    report(unmapped, &loc, &[])
 }
 
 pub fn data_update(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
@@ -181,7 +184,8 @@ pub fn data_update(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
         data::print_kernel_arguments(device.id, "Updating data within the OpenMP data region with update_mapper", &loc, &list.items);
     }
-    report(data::update(&device, &list.items), &loc, &[])
+    let updated = profile::phase(device.id, "update", list.items.len(), || data::update(&device, &list.items));
+    report(updated, &loc, &[])
 }
 
 /// `__tgt_target_kernel`: map, launch, unmap. Non-zero tells clang's code to run the host
@@ -221,7 +225,8 @@ pub unsafe fn target_kernel(
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
         data::print_kernel_arguments(device.id, "Entering OpenMP kernel", &loc, &list.items);
     }
-    let LaunchArguments { values, temporaries } = match data::enter_for_launch(&device, &list.items) {
+    let entered = profile::phase(device.id, "map in (target)", list.items.len(), || data::enter_for_launch(&device, &list.items));
+    let LaunchArguments { values, temporaries } = match entered {
         Ok(arguments) => arguments,
         Err(e) => return report(Err(e), &loc, BEGIN_FAILED),
     };
@@ -246,5 +251,6 @@ pub unsafe fn target_kernel(
         }
         return report(Err(e), &loc, LAUNCH_FAILED);
     }
-    report(data::end(&device, &list.items), &loc, END_FAILED)
+    let unmapped = profile::phase(device.id, "map out (target)", list.items.len(), || data::end(&device, &list.items));
+    report(unmapped, &loc, END_FAILED)
 }
