@@ -24,7 +24,9 @@ pub const DEB_PACKAGES: [&str; 7] = [
 ];
 
 /// The components of rust-toolchain.toml the tasks need (rustfmt is for people, not the tasks).
-pub const RUST_COMPONENTS: [&str; 4] = ["rust-src", "llvm-tools", "llvm-bitcode-linker", "clippy"];
+/// The device link needs none of rustup's LLVM tools: rustc emits bitcode and Debian's
+/// `llvm-link-22` (the same LLVM 22 as clang-22) links it.
+pub const RUST_COMPONENTS: [&str; 2] = ["rust-src", "clippy"];
 
 /// Where `--cuda-path` points: a symlink to the pip package's `nvidia/cu13`.
 pub fn cuda_dir() -> PathBuf {
@@ -215,7 +217,7 @@ fn rustup(report: &mut Report) -> Result<()> {
     let has = |c: &str| {
         installed.lines().any(|l| {
             let l = l.trim();
-            // "rust-src", or "llvm-tools-x86_64-unknown-linux-gnu" (name + target triple).
+            // "rust-src", or "clippy-x86_64-unknown-linux-gnu" (name + target triple).
             l == c
                 || l.strip_prefix(c)
                     .and_then(|rest| rest.strip_prefix('-'))
