@@ -7,6 +7,7 @@
 
 use crate::bail;
 use crate::devicertl::{self, dist_lib};
+use std::path::Path;
 use crate::host::llvm_ref_dir;
 use crate::setup::cuda_dir;
 use crate::util::{self, Cmd, Result};
@@ -47,10 +48,51 @@ fn targets_amdgpu(args: &[String]) -> bool {
     })
 }
 
+/// Device-side flags for a runtime laid out in `lib` (as `dist/lib`): the CUDA tools (when
+/// `cuda` is given), the nvptx bitcode linked into every unit, and each triple's directory
+/// holding the `libompdevice.a` the device link takes. `cargo xtask install` writes the same
+/// flags into its clang configuration file.
+pub fn device_flags(lib: &Path, cuda: Option<&Path>) -> Vec<String> {
+    let mut flags = Vec::new();
+    if let Some(cuda) = cuda {
+        flags.push(format!("--cuda-path={}", cuda.display()));
+    }
+    flags.push(format!(
+        "--libomptarget-nvptx-bc-path={}",
+        lib.join(devicertl::NVPTX_BC).display()
+    ));
+    for t in &devicertl::TARGETS {
+        flags.push(format!("-Xoffload-linker-{}", t.triple));
+        flags.push(format!("-L{}", lib.join(t.triple).display()));
+    }
+    flags
+}
+
+/// No ROCm device libraries here; the runtime comes from libompdevice.a. Scoped to the amdgcn
+/// toolchain: a plain -nogpulib would also drop the nvptx runtime bitcode (and -lompdevice) from
+/// a compile for both, e.g. --offload-arch=sm_90,gfx90a.
+pub const AMDGCN_NOGPULIB: [&str; 2] = ["-Xopenmp-target=amdgcn-amd-amdhsa", "-nogpulib"];
+
+/// Host-side flags for our `libomptarget.so.22.1` in `lib`: found at link time and, through an
+/// rpath, at run time; LLVM 22's directory for `libomp.so.5` likewise.
+pub fn host_flags(lib: &Path) -> Vec<String> {
+    vec![
+        format!("-L{}", lib.display()),
+        format!("-Wl,-rpath,{}", lib.display()),
+        format!("-Wl,-rpath,{LLVM_LIB}"),
+        format!("-L{LLVM_LIB}"),
+    ]
+}
+
 /// The clang-22 (or clang++-22) command for `user` arguments.
 pub fn command(cxx: bool, runtime: Runtime, user: &[String]) -> Cmd {
     let mut cmd = Cmd::new(if cxx { "clang++-22" } else { "clang-22" });
     cmd.hint("clang-22 is needed: `cargo xtask setup`");
+    // In a shell that sourced an installed env.sh, clang-22 would load that install's
+    // configuration for -fopenmp (CCC_OVERRIDE_OPTIONS): this command wires dist/lib itself.
+    if std::env::var("CCC_OVERRIDE_OPTIONS").is_ok_and(|v| v.contains(crate::install::CONFIG)) {
+        cmd.env_remove("CCC_OVERRIDE_OPTIONS");
+    }
     if !user
         .iter()
         .any(|a| a == "-fopenmp" || a.starts_with("-fopenmp="))
@@ -58,37 +100,24 @@ pub fn command(cxx: bool, runtime: Runtime, user: &[String]) -> Cmd {
         cmd.arg("-fopenmp");
     }
     let cuda = cuda_dir();
-    if cuda.join("bin").is_dir() {
-        cmd.arg(format!("--cuda-path={}", cuda.display()));
-    }
+    let cuda = cuda.join("bin").is_dir().then_some(cuda.as_path());
     if targets_amdgpu(user) {
-        // No ROCm device libraries here; the runtime comes from libompdevice.a. Scoped to the
-        // amdgcn toolchain: a plain -nogpulib would also drop the nvptx runtime bitcode (and
-        // -lompdevice) from a compile for both, e.g. --offload-arch=sm_90,gfx90a.
-        cmd.args(["-Xopenmp-target=amdgcn-amd-amdhsa", "-nogpulib"]);
+        cmd.args(AMDGCN_NOGPULIB);
     }
     let lib = dist_lib();
     // The device runtime is always ours (Debian ships no LLVM device runtime); only the host
     // library changes with --runtime.
-    cmd.arg(format!(
-        "--libomptarget-nvptx-bc-path={}",
-        devicertl::nvptx_bc().display()
-    ));
-    for t in &devicertl::TARGETS {
-        cmd.arg(format!("-Xoffload-linker-{}", t.triple));
-        cmd.arg(format!("-L{}", lib.join(t.triple).display()));
-    }
+    cmd.args(device_flags(&lib, cuda));
     match runtime {
         Runtime::Ours => {
-            cmd.arg(format!("-L{}", lib.display()));
-            cmd.arg(format!("-Wl,-rpath,{}", lib.display()));
+            cmd.args(host_flags(&lib));
         }
         Runtime::Llvm => {
             cmd.arg(format!("-L{}", llvm_ref_dir().display()));
+            cmd.arg(format!("-Wl,-rpath,{LLVM_LIB}"));
+            cmd.arg(format!("-L{LLVM_LIB}"));
         }
     }
-    cmd.arg(format!("-Wl,-rpath,{LLVM_LIB}"));
-    cmd.arg(format!("-L{LLVM_LIB}"));
     cmd.arg("-Qunused-arguments");
     cmd.args(user);
     cmd

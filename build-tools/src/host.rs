@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 const PACKAGE: &str = "rustomp-front";
 /// The version clang-22's programs are linked against (DT_NEEDED libomptarget.so.22.1).
-const SONAME: &str = "libomptarget.so.22.1";
+pub const SONAME: &str = "libomptarget.so.22.1";
 /// LLVM's own library, for comparisons (Debian ships no unversioned libomptarget.so).
 pub const LLVM_LIBOMPTARGET: &str = "/usr/lib/llvm-22/lib/libomptarget.so.22.1";
 

@@ -9,6 +9,7 @@ mod devicecode;
 mod devicertl;
 mod fuzz;
 mod host;
+mod install;
 mod sanitize;
 mod setup;
 mod test;
@@ -46,6 +47,13 @@ Commands:
                       the libFuzzer targets of fuzz/ (container, image, registration, mapping), each
                       for S seconds (default 60) from the seeds in fuzz/corpus; fails on a crash;
                       --remake-corpus rebuilds the seeds from compiled programs (fuzz/README.md)
+  install [--prefix P] [--deb]
+                      build and install the runtime for plain clang-22 into P (default
+                      ~/.local/rustomp): the host library, device runtime, CUDA tools, rustomp-info,
+                      a clang configuration and P/env.sh to source; --deb: the same layout in
+                      /opt/rustomp (or P) as target/deb/rustomp_<version>_amd64.deb instead
+  uninstall [--prefix P]
+                      remove what `install` wrote into P (its manifest), and nothing else
   help                this text
 
 Environment: RUSTOMP_VERBOSE=1 prints every command run.";
@@ -168,6 +176,33 @@ fn dispatch(args: &[String]) -> Result<i32> {
                 }
             }
             return fuzz::run(&o);
+        }
+        "install" | "uninstall" => {
+            let mut prefix = None;
+            let mut deb = false;
+            let mut rest = rest.iter();
+            while let Some(a) = rest.next() {
+                match a.as_str() {
+                    "--prefix" => match rest.next() {
+                        Some(p) => prefix = Some(std::path::PathBuf::from(p)),
+                        None => bail!("`--prefix` needs a directory"),
+                    },
+                    "--deb" if cmd == "install" => deb = true,
+                    other => {
+                        if let Some(p) = other.strip_prefix("--prefix=") {
+                            prefix = Some(p.into());
+                            continue;
+                        }
+                        let accepted = if cmd == "install" { "--prefix P, --deb" } else { "--prefix P" };
+                        bail!("`cargo xtask {cmd}` does not take `{other}` (accepted: {accepted})")
+                    }
+                }
+            }
+            if cmd == "install" {
+                install::install(&install::Options { prefix, deb })?;
+            } else {
+                install::uninstall(prefix.as_deref())?;
+            }
         }
         "help" | "-h" | "--help" => println!("{HELP}"),
         other => bail!("unknown command `{other}`; `cargo xtask help` lists the commands"),

@@ -1598,6 +1598,15 @@ fn agents_are_discovered_and_images_matched_to_their_isa() {
             "device 1: amdgpu plugin device 1 (Fake MI300X, gfx942:sramecc+:xnack-, 304 compute units, wavefront 64, 196608 MiB, HSA runtime 1.14)",
         ]
     );
+    // What rustomp-info lists: the generic layer's facts, then the runtime's line.
+    let properties = devices[0].properties();
+    let value = |label: &str| properties.iter().find(|(l, _)| *l == label).map(|(_, v)| v.as_str());
+    assert_eq!(value("Kind"), Some("GPU"));
+    assert_eq!(value("Name"), Some("Fake MI210"));
+    assert_eq!(value("Architecture"), Some("gfx90a:sramecc+:xnack-"));
+    assert_eq!(value("Memory"), Some("65536 MiB"));
+    assert_eq!(value("Warp size"), Some("64"));
+    assert_eq!(value("Driver"), Some("104 compute units, wavefront 64, 65536 MiB, HSA runtime 1.14"));
     let multi = queue_type::MULTI;
     assert_eq!(
         with(|f| f.queues_created.clone()),

@@ -132,10 +132,28 @@ impl Device for HostDevice {
     fn describe(&self) -> String {
         format!("device {}: host plugin device {} ({TRIPLE}, {} CPUs)", self.global, self.index, num_cpus())
     }
+    fn properties(&self) -> Vec<(&'static str, String)> {
+        let memory = host_memory().map_or_else(|| "unknown".to_string(), |b| format!("{} MiB", b >> 20));
+        vec![
+            ("Kind", "CPU".to_string()),
+            ("Triple", TRIPLE.to_string()),
+            ("CPUs", num_cpus().to_string()),
+            ("Memory", format!("{memory} (host memory)")),
+        ]
+    }
 }
 
 fn num_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Physical memory of the host in bytes, when sysconf knows it.
+fn host_memory() -> Option<u64> {
+    // SAFETY: sysconf takes a constant and returns a number (-1 when unknown).
+    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    let pages = u64::try_from(pages).ok()?;
+    let page = u64::try_from(page).ok()?;
+    pages.checked_mul(page)
 }
 
 

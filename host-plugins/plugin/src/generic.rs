@@ -581,6 +581,28 @@ impl<B: Backend> Device for GenericDevice<B> {
             core.backend.describe()
         )
     }
+
+    fn properties(&self) -> Vec<(&'static str, String)> {
+        let core = &self.core;
+        let info = core.info();
+        let grid = &core.grid;
+        vec![
+            ("Kind", "GPU".to_string()),
+            ("Name", info.name.clone()),
+            ("Architecture", info.arch.clone()),
+            ("Memory", format!("{} MiB", info.total_memory >> 20)),
+            ("Warp size", grid.warp_size.to_string()),
+            ("Max threads per team", grid.max_threads.to_string()),
+            ("Max teams", grid.max_teams.to_string()),
+            (
+                "Default teams x threads",
+                format!("{} x {}", grid.default_teams, grid.default_threads),
+            ),
+            ("Resident warps", info.hardware_parallelism.to_string()),
+            ("Timer frequency", format!("{} Hz (omp_get_wtime)", info.clock_frequency)),
+            ("Driver", core.backend.describe()),
+        ]
+    }
 }
 
 /// A kernel of an image, looked up by the front through `symbol`.

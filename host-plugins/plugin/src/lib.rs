@@ -230,6 +230,12 @@ pub trait Device: Send + Sync {
     }
     /// One line describing the device (`__tgt_print_device_info`).
     fn describe(&self) -> String;
+    /// The device's facts as labelled values, for listings (`rustomp-info`, after LLVM's
+    /// `llvm-offload-device-info`): kind, name, architecture, memory, limits, driver version,
+    /// as far as the plugin knows them. The default is the description line.
+    fn properties(&self) -> Vec<(&'static str, String)> {
+        vec![("Description", self.describe())]
+    }
 }
 
 /// An image loaded on one device.
