@@ -14,6 +14,11 @@
 //! one definition, and any number of units link. The build refuses a mutable global that is
 //! internal (it would be duplicated per unit) and an `atomicrmw` with an ordering (clang-22's
 //! NVPTX backend drops it), and checks the machine code of the synchronization entry points.
+//!
+//! The globals the plugins look up by name are protected and in `@llvm.used` because
+//! `devicertl/ir/<arch>.ll` declares them so: `llvm-link` gives a definition the more
+//! restrictive visibility of the two and appends the `@llvm.used` lists. The build checks the
+//! result; it edits no IR but the CPU attributes.
 
 use crate::bail;
 use crate::util::{self, at, Cmd, Context, Result};
@@ -36,7 +41,7 @@ pub const TARGETS: [Target; 2] = [
     Target {
         triple: "nvptx64-nvidia-cuda",
         ir: "nvptx",
-        bc_name: "libomptarget-nvptx.bc",
+        bc_name: NVPTX_BC,
         rustflags: None,
         // Resolved by the CUDA driver when it loads the image; the dynamic shared memory array
         // is `.extern .shared` by definition (sized at launch).
@@ -59,7 +64,8 @@ const REQUIRED: [&str; 3] = [
     "__llvm_omp_indirect_call_lookup",
 ];
 
-/// Globals the host plugins look up by name in the loaded image: they must stay visible.
+/// Globals the host plugins look up by name in the loaded image: protected definitions in
+/// `@llvm.used` (as `devicertl/ir/<arch>.ll` declares them), so they stay visible and survive LTO.
 const PROTECTED_GLOBALS: [&str; 3] = [
     "__omp_rtl_device_environment",
     "__omp_offloading_fptr_map_p",
@@ -70,12 +76,16 @@ pub fn dist_lib() -> PathBuf {
     at("dist/lib")
 }
 
+/// The name of the nvptx runtime bitcode clang links into every device compile.
+pub const NVPTX_BC: &str = "libomptarget-nvptx.bc";
+
 /// The nvptx runtime bitcode clang links into every device compile.
 pub fn nvptx_bc() -> PathBuf {
-    dist_lib().join("libomptarget-nvptx.bc")
+    dist_lib().join(NVPTX_BC)
 }
 
-fn outputs() -> Vec<PathBuf> {
+/// Everything `run` writes into `dist/lib`: each target's bitcode and `<triple>/libompdevice.a`.
+pub fn outputs() -> Vec<PathBuf> {
     let lib = dist_lib();
     let mut v = Vec::new();
     for t in &TARGETS {
@@ -191,7 +201,8 @@ fn build_one(t: &Target, shared_bytes: u64) -> Result<Built> {
         ir.replace("TEAM_SHARED_BYTES", &shared_bytes.to_string()),
     )?;
 
-    // 3. Link them, rewrite attributes and visibility in the text form, back to bitcode.
+    // 3. Link them (the .ll makes the plugin-visible globals protected and used), drop the CPU
+    //    attributes in the text form, back to bitcode.
     let linked_bc = work.join("linked.bc");
     let linked_ll = work.join("linked.ll");
     let final_ll = work.join("final.ll");
@@ -216,8 +227,6 @@ fn build_one(t: &Target, shared_bytes: u64) -> Result<Built> {
     let text = util::read(&linked_ll)?;
     let text = remove_string_attr(&text, "target-cpu");
     let text = remove_string_attr(&text, "target-features");
-    let text = protect_globals(&text, &PROTECTED_GLOBALS)?;
-    let text = keep_used(&text, &PROTECTED_GLOBALS)?;
     util::write(&final_ll, &text)?;
     Cmd::new("llvm-as-22")
         .arg(&final_ll)
@@ -231,6 +240,13 @@ fn build_one(t: &Target, shared_bytes: u64) -> Result<Built> {
 
     // 4. Check the symbols, the atomics and the machine code of the synchronization.
     check_symbols(t, &final_bc)?;
+    check_plugin_globals(&text, &PROTECTED_GLOBALS).map_err(|e| {
+        util::Error(format!(
+            "{}: {e} (declared in {})",
+            t.triple,
+            util::show(&ir_src)
+        ))
+    })?;
     check_atomic_orderings(t, &text)?;
     crate::devicecode::check(t, &final_bc, &work)?;
 
@@ -359,50 +375,6 @@ fn remove_string_attr(text: &str, key: &str) -> String {
     out
 }
 
-const LINKAGES: [&str; 11] = [
-    "private",
-    "internal",
-    "available_externally",
-    "linkonce",
-    "weak",
-    "common",
-    "appending",
-    "extern_weak",
-    "linkonce_odr",
-    "weak_odr",
-    "external",
-];
-
-/// Makes each named global's definition `protected` (instead of hidden or default).
-fn protect_globals(text: &str, names: &[&str]) -> Result<String> {
-    let mut found = BTreeSet::new();
-    let mut out = String::with_capacity(text.len() + 64);
-    for line in text.split_inclusive('\n') {
-        let name = names.iter().find(|n| line.starts_with(&format!("@{n} = ")));
-        match name {
-            Some(n) => {
-                let new = protect_line(line).context(|| {
-                    format!(
-                        "cannot make @{n} protected: unexpected IR `{}`",
-                        line.trim_end()
-                    )
-                })?;
-                out.push_str(&new);
-                found.insert(*n);
-            }
-            None => out.push_str(line),
-        }
-    }
-    let missing: Vec<_> = names.iter().filter(|n| !found.contains(*n)).collect();
-    if !missing.is_empty() {
-        bail!(
-            "the runtime bitcode defines no global {:?}: the host plugins look them up by name (check devicertl/src/env.rs)",
-            missing
-        );
-    }
-    Ok(out)
-}
-
 /// A global variable's line of textual IR, `@name = <prefix> global|constant <rest>`.
 struct GlobalLine<'a> {
     name: &'a str,
@@ -435,112 +407,48 @@ fn global_line(line: &str) -> Option<GlobalLine<'_>> {
     })
 }
 
-fn protect_line(line: &str) -> Option<String> {
-    let global = global_line(line)?;
-    let lhs = &line[..line.find(" = ")?];
-    let mut prefix: Vec<&str> = global
-        .prefix
-        .iter()
-        .copied()
-        .filter(|t| !matches!(*t, "hidden" | "protected" | "default"))
+/// Each named global must be a protected definition listed in `@llvm.used`: the plugins look
+/// it up by name, and the device link's LTO of `libompdevice.a` would otherwise drop it (and
+/// its name) when no code of the program refers to it.
+fn check_plugin_globals(ll: &str, names: &[&str]) -> std::result::Result<(), String> {
+    let used: Vec<&str> = ll
+        .lines()
+        .filter(|l| l.starts_with("@llvm.used = "))
         .collect();
-    let mut i = 0;
-    while i < prefix.len()
-        && (LINKAGES.contains(&prefix[i]) || matches!(prefix[i], "dso_local" | "dso_preemptable"))
-    {
-        if matches!(
-            prefix[i],
-            "private" | "internal" | "external" | "extern_weak"
-        ) {
-            // Local symbols cannot be protected; `external` here is a declaration, not a definition.
-            return None;
-        }
-        i += 1;
-    }
-    prefix.insert(i, "protected");
-    let mut all = prefix;
-    all.extend_from_slice(&global.rest);
-    Some(format!("{lhs} = {}", all.join(" ")))
-}
-
-/// Adds each named global to `@llvm.used`, so that the device link's LTO of `libompdevice.a`
-/// keeps them (and their names) even when no code of the program refers to them: the host
-/// plugins look them up by name. (The per-unit bitcode drops `@llvm.used` with the definitions.)
-fn keep_used(text: &str, names: &[&str]) -> Result<String> {
-    // The address space of each global, from its definition.
-    let mut elems = Vec::new();
+    let mut bad = Vec::new();
     for n in names {
         let prefix = format!("@{n} = ");
-        let line = text
+        let definition = ll
             .lines()
-            .find(|l| l.starts_with(&prefix))
-            .context(|| format!("no definition of @{n} in the runtime IR"))?;
-        let space = global_line(line)
-            .and_then(|g| {
-                g.prefix
-                    .iter()
-                    .find_map(|t| t.strip_prefix("addrspace(")?.strip_suffix(')'))
-            })
-            .unwrap_or("0");
-        let elem = if space == "0" {
-            format!("ptr @{n}")
-        } else {
-            format!("ptr addrspacecast (ptr addrspace({space}) @{n} to ptr)")
-        };
-        elems.push((n, elem));
-    }
-    let mentions = |list: &str, n: &str| {
-        let needle = format!("@{n}");
-        list.match_indices(&needle).any(|(i, _)| {
-            !list[i + needle.len()..]
-                .starts_with(|c: char| c.is_ascii_alphanumeric() || "._$".contains(c))
-        })
-    };
-    let mut out = String::with_capacity(text.len() + 256);
-    let mut done = false;
-    for line in text.split_inclusive('\n') {
-        if !line.starts_with("@llvm.used = ") {
-            out.push_str(line);
-            continue;
+            .filter(|l| l.starts_with(&prefix))
+            .find_map(global_line)
+            .filter(|g| !g.has("external") && !g.has("extern_weak"));
+        let protected = definition.as_ref().is_some_and(|g| g.has("protected"));
+        let kept = used.iter().any(|l| mentions(l, n));
+        match (definition, protected, kept) {
+            (None, _, _) => bad.push(format!("@{n} is not defined (check devicertl/src/env.rs)")),
+            (Some(_), false, _) => bad.push(format!("@{n} is not protected")),
+            (Some(_), true, false) => bad.push(format!("@{n} is not in @llvm.used")),
+            _ => {}
         }
-        // @llvm.used = appending [addrspace(K)] global [N x ptr] [LIST], section "llvm.metadata"
-        let parsed = (|| {
-            let g = line.find(" global [")? + " global [".len();
-            let x = g + line[g..].find(" x ptr] [")?;
-            let count: usize = line[g..x].parse().ok()?;
-            let list_start = x + " x ptr] [".len();
-            let list_end = list_start + line[list_start..].find("], section")?;
-            Some((g, count, list_start, list_end))
-        })();
-        let (g, count, list_start, list_end) = parsed.context(|| {
-            format!(
-                "unexpected @llvm.used in the runtime IR: `{}`",
-                line.trim_end()
-            )
-        })?;
-        let mut list = line[list_start..list_end].to_string();
-        let mut count = count;
-        for (n, elem) in &elems {
-            if !mentions(&list, n) {
-                list.push_str(", ");
-                list.push_str(elem);
-                count += 1;
-            }
-        }
-        out.push_str(&line[..g]);
-        out.push_str(&format!("{count} x ptr] [{list}"));
-        out.push_str(&line[list_end..]);
-        done = true;
     }
-    if !done {
-        let list: Vec<&str> = elems.iter().map(|(_, e)| e.as_str()).collect();
-        out.push_str(&format!(
-            "@llvm.used = appending global [{} x ptr] [{}], section \"llvm.metadata\"\n",
-            list.len(),
-            list.join(", ")
-        ));
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the globals the plugins look up by name must be protected definitions in @llvm.used: {}",
+            bad.join("; ")
+        ))
     }
-    Ok(out)
+}
+
+/// Whether `text` refers to the global `@name` (not merely to one whose name starts with it).
+fn mentions(text: &str, name: &str) -> bool {
+    let needle = format!("@{name}");
+    text.match_indices(&needle).any(|(i, _)| {
+        !text[i + needle.len()..]
+            .starts_with(|c: char| c.is_ascii_alphanumeric() || "._$".contains(c))
+    })
 }
 
 /// `llvm-nm-22` of a bitcode file: (defined global symbols, undefined symbols).
@@ -661,40 +569,21 @@ mod tests {
     }
 
     #[test]
-    fn globals_become_protected() {
-        let ll = "@__omp_rtl_device_environment = hidden addrspace(1) global [48 x i8] zeroinitializer, align 8\n\
-                  @__omp_offloading_fptr_map_p = dso_local local_unnamed_addr addrspace(1) global ptr null\n\
-                  @other = hidden global i32 0\n";
-        let out = protect_globals(
-            ll,
-            &[
-                "__omp_rtl_device_environment",
-                "__omp_offloading_fptr_map_p",
-            ],
-        )
-        .unwrap();
-        assert!(
-            out.contains("@__omp_rtl_device_environment = protected addrspace(1) global [48 x i8]")
-        );
-        assert!(out.contains("@__omp_offloading_fptr_map_p = dso_local protected local_unnamed_addr addrspace(1) global ptr null"));
-        assert!(out.contains("@other = hidden global i32 0"));
-        assert!(protect_globals(ll, &["missing"]).is_err());
-        assert!(protect_line("@x = internal global i32 0").is_none());
-    }
-
-    #[test]
-    fn globals_are_kept_used() {
-        let ll = "@llvm.used = appending addrspace(1) global [1 x ptr] [ptr addrspacecast (ptr addrspace(1) @env to ptr)], section \"llvm.metadata\"\n\
-                  @env = protected addrspace(1) global i32 0\n\
-                  @map_p = weak protected addrspace(1) global i64 0\n\
-                  @plain = weak protected global i64 0\n";
-        let out = keep_used(ll, &["env", "map_p", "plain"]).unwrap();
-        assert!(out.starts_with("@llvm.used = appending addrspace(1) global [3 x ptr] [ptr addrspacecast (ptr addrspace(1) @env to ptr), ptr addrspacecast (ptr addrspace(1) @map_p to ptr), ptr @plain], section \"llvm.metadata\"\n"));
-        let without = "@env = global i32 0\n";
-        let out = keep_used(without, &["env"]).unwrap();
-        assert!(out.ends_with(
-            "@llvm.used = appending global [1 x ptr] [ptr @env], section \"llvm.metadata\"\n"
-        ));
+    fn plugin_globals_are_protected_definitions_in_llvm_used() {
+        let ok = "@llvm.used = appending addrspace(1) global [3 x ptr] [ptr addrspacecast (ptr addrspace(1) @port to ptr), ptr addrspacecast (ptr addrspace(1) @env to ptr), ptr @map_p], section \"llvm.metadata\"\n\
+                  @env = weak protected addrspace(1) global [48 x i8] zeroinitializer, align 8\n\
+                  @map_p = weak protected global [8 x i8] zeroinitializer, align 8\n\
+                  @map_pp = weak global [8 x i8] zeroinitializer, align 8\n";
+        assert_eq!(check_plugin_globals(ok, &["env", "map_p"]), Ok(()));
+        let err = check_plugin_globals(ok, &["map_pp"]).unwrap_err();
+        assert!(err.contains("@map_pp is not protected"), "{err}");
+        let unused = "@env = weak protected global [48 x i8] zeroinitializer, align 8\n\
+                      @llvm.used = appending global [1 x ptr] [ptr @env_2], section \"llvm.metadata\"\n";
+        let err = check_plugin_globals(unused, &["env"]).unwrap_err();
+        assert!(err.contains("@env is not in @llvm.used"), "{err}");
+        let declared = "@env = external protected global [48 x i8], align 8\n";
+        let err = check_plugin_globals(declared, &["env"]).unwrap_err();
+        assert!(err.contains("@env is not defined"), "{err}");
     }
 
     #[test]

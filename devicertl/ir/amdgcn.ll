@@ -1,5 +1,6 @@
-; What Rust cannot say for amdgcn: team-shared (LDS, addrspace 3) memory and workgroup-scope
-; ordering. Linked into the runtime bitcode by `cargo xtask devicertl`; see src/arch/amdgcn.rs.
+; What Rust cannot say for amdgcn: team-shared (LDS, addrspace 3) memory, workgroup-scope
+; ordering, and the protected visibility of the globals the plugins look up. Linked into the
+; runtime bitcode by `cargo xtask devicertl`; see src/arch/amdgcn.rs.
 target datalayout = "e-m:e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-p8:128:128:128:48-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9"
 target triple = "amdgcn-amd-amdhsa"
 
@@ -8,6 +9,14 @@ target triple = "amdgcn-amd-amdhsa"
 
 ; Dynamic LDS: the launch's dynamic group segment, after all static LDS.
 @__rustomp_dynamic_shared = external addrspace(3) global [0 x i8], align 16
+
+; The globals the plugins look up by name: protected and kept here (see ir/nvptx.ll for how).
+; @llvm.used lives in the global address space, as rustc's does: appending globals that link
+; must agree on it.
+@__omp_rtl_device_environment = external protected addrspace(1) global [48 x i8], align 8
+@__omp_offloading_fptr_map_p = external protected addrspace(1) global [8 x i8], align 8
+@__omp_offloading_fptr_map_size = external protected addrspace(1) global [8 x i8], align 8
+@llvm.used = appending addrspace(1) global [3 x ptr] [ptr addrspacecast (ptr addrspace(1) @__omp_rtl_device_environment to ptr), ptr addrspacecast (ptr addrspace(1) @__omp_offloading_fptr_map_p to ptr), ptr addrspacecast (ptr addrspace(1) @__omp_offloading_fptr_map_size to ptr)], section "llvm.metadata"
 
 define hidden ptr @__rustomp_team_shared_ptr() #0 {
   ret ptr addrspacecast (ptr addrspace(3) @__rustomp_team_shared to ptr)

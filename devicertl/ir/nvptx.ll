@@ -1,4 +1,5 @@
-; What Rust cannot say for nvptx64: team-shared (addrspace 3) memory and CTA-scope ordering.
+; What Rust cannot say for nvptx64: team-shared (addrspace 3) memory, CTA-scope ordering, and
+; the protected visibility of the globals the plugins look up.
 ; Linked into the runtime bitcode by `cargo xtask devicertl`; see src/arch/nvptx.rs.
 target datalayout = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 target triple = "nvptx64-nvidia-cuda"
@@ -11,6 +12,17 @@ target triple = "nvptx64-nvidia-cuda"
 
 ; Dynamic shared memory (the launch's dynamic size, after all static shared memory).
 @__rustomp_dynamic_shared = external addrspace(3) global [0 x i8], align 16
+
+; The globals the plugins look up by name in a loaded image: defined (weak, as LLVM's) in
+; src/env.rs, made protected and kept here. Linking this module merges visibilities the way a
+; linker does (the more restrictive wins), so the definitions become protected; @llvm.used keeps
+; them, and their names, through the device link's LTO of libompdevice.a when no code of the
+; program refers to them. The per-unit bitcode drops @llvm.used with the definitions
+; (`llvm-extract --delete`); `cargo xtask devicertl` checks the linked result.
+@__omp_rtl_device_environment = external protected global [48 x i8], align 8
+@__omp_offloading_fptr_map_p = external protected global [8 x i8], align 8
+@__omp_offloading_fptr_map_size = external protected global [8 x i8], align 8
+@llvm.used = appending global [3 x ptr] [ptr @__omp_rtl_device_environment, ptr @__omp_offloading_fptr_map_p, ptr @__omp_offloading_fptr_map_size], section "llvm.metadata"
 
 define hidden ptr @__rustomp_team_shared_ptr() #0 {
   ret ptr addrspacecast (ptr addrspace(3) @__rustomp_team_shared to ptr)

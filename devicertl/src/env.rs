@@ -60,9 +60,10 @@ impl<T> Copy for DevicePtr<T> {}
 // that state their own contract (read-only tables, the host-call port's protocol).
 unsafe impl<T> Send for DevicePtr<T> {}
 
-/// Weak, protected and used, as LLVM's: the plugin finds it by name in the loaded image.
+/// Weak, protected and used, as LLVM's: the plugin finds it by name in the loaded image. Rust
+/// says weak; `ir/nvptx.ll` and `ir/amdgcn.ll` declare it (and the indirect-call table pointers
+/// below) protected and list it in `@llvm.used`, which the device build's link applies.
 #[unsafe(no_mangle)]
-#[used]
 #[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), linkage = "weak")]
 pub static __omp_rtl_device_environment: DeviceGlobal<DeviceEnvironment> =
     DeviceGlobal::new(DeviceEnvironment {

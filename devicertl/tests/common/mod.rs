@@ -29,8 +29,8 @@ pub fn kernel_environment(mode: u8, runtime_state_machine: bool) -> KernelEnviro
             exec_mode: mode,
             ..Default::default()
         },
-        ident: core::ptr::null(),
-        dynamic_env: core::ptr::null_mut(),
+        ident: 0,
+        dynamic_env: 0,
     }
 }
 

@@ -6,11 +6,17 @@
 //! produces). Each carries compile-time size and offset assertions, so a layout drift fails the
 //! build instead of corrupting memory. The crate is `no_std` and holds data only: no validation
 //! beyond what a constructor documents; callers check pointers before dereferencing.
+//!
+//! The structures the plugins copy to or from device memory as bytes derive `zerocopy`'s
+//! `IntoBytes` (written) or `FromBytes` (read): the derives refuse padding in what is written and
+//! any field that is not plain bytes, such as a raw pointer (its provenance cannot round-trip
+//! through bytes), so those byte images need no hand-written offsets.
 #![no_std]
 
 use core::ffi::{c_char, c_void};
 use core::mem::{offset_of, size_of};
 use static_assertions::const_assert_eq;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// `ident_t`: source location of a construct. `psource` is `";file;function;line;column;;"`.
 #[repr(C)]
@@ -228,9 +234,10 @@ pub struct NonContigDim {
 }
 const_assert_eq!(size_of::<NonContigDim>(), 24);
 
-/// `ConfigurationEnvironmentTy`: compile-time facts about one kernel.
+/// `ConfigurationEnvironmentTy`: compile-time facts about one kernel. Read from device memory
+/// only (a padding byte follows `exec_mode`, so it has no `IntoBytes`).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, FromBytes, Immutable, KnownLayout)]
 pub struct ConfigurationEnvironment {
     pub use_generic_state_machine: u8,
     pub may_use_nested_parallelism: u8,
@@ -272,18 +279,27 @@ pub struct DynamicEnvironment {
 const_assert_eq!(size_of::<DynamicEnvironment>(), 2);
 
 /// `KernelEnvironmentTy`: the `<kernel>_kernel_environment` global clang emits per kernel.
+/// The plugin reads it from device memory as bytes; the device runtime reads `configuration`.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, FromBytes, Immutable, KnownLayout)]
 pub struct KernelEnvironment {
     pub configuration: ConfigurationEnvironment,
-    pub ident: *const Ident,
-    pub dynamic_env: *mut DynamicEnvironment,
+    /// Device address of the kernel's `ident_t` (C: `IdentTy *`; no one here dereferences it).
+    pub ident: u64,
+    /// Device address of the kernel's `DynamicEnvironmentTy` (C: `DynamicEnvironmentTy *`; no
+    /// one here dereferences it).
+    pub dynamic_env: u64,
 }
 const_assert_eq!(size_of::<KernelEnvironment>(), 48);
 const_assert_eq!(offset_of!(KernelEnvironment, ident), 32);
 const_assert_eq!(offset_of!(KernelEnvironment, dynamic_env), 40);
 
 /// `KernelLaunchEnvironmentTy`: the kernel's first parameter, filled by the plugin per launch.
+///
+/// No `zerocopy` derives: `reduction_buffer` stays a pointer because the device runtime hands
+/// it out as one (`__kmpc_reduction_get_fixed_buffer`) and the CPU plugin and the emulation tests
+/// store host pointers in it; as a `u64` the device code would gain an integer-to-pointer cast.
+/// The GPU plugins write its 16 bytes with `rustomp_plugin::layout::launch_environment_bytes`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct KernelLaunchEnvironment {
@@ -335,7 +351,7 @@ pub mod host_call_state {
 /// `DeviceEnvironmentTy`: the device-global `__omp_rtl_device_environment`, written by the
 /// plugin when it loads an image.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, IntoBytes, FromBytes, Immutable, KnownLayout)]
 pub struct DeviceEnvironment {
     pub debug_kind: u32,
     pub num_devices: u32,
@@ -356,7 +372,20 @@ const_assert_eq!(offset_of!(DeviceEnvironment, hardware_parallelism), 40);
 /// One `{host, device}` pair of the indirect-call table (`__omp_offloading_fptr_map_ty`),
 /// kept sorted by `host`.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    IntoBytes,
+    FromBytes,
+    Immutable,
+    KnownLayout,
+)]
 pub struct FptrMapEntry {
     pub host: u64,
     pub device: u64,

@@ -1,117 +1,48 @@
-//! Byte images of the structures a GPU plugin writes to or reads from device memory, built field
-//! by field at the offsets `rustomp_abi` asserts (no `unsafe` reinterpretation of host structs),
-//! and the indirect-call table in the order the device's binary search needs.
+//! Byte images of the structures a GPU plugin writes to or reads from device memory, through
+//! `zerocopy` (the `rustomp_abi` layouts derive `IntoBytes` / `FromBytes` and assert their sizes
+//! and offsets), and the indirect-call table in the order the device's binary search needs.
+//!
+//! The images are in the host's byte order, which is the devices' (little-endian): the plugins
+//! build only for little-endian hosts.
 
 use core::mem::{offset_of, size_of};
 use rustomp_abi::{
     ConfigurationEnvironment, DeviceEnvironment, FptrMapEntry, KernelEnvironment,
     KernelLaunchEnvironment,
 };
+use zerocopy::{FromBytes, IntoBytes};
+
+const _: () = assert!(
+    cfg!(target_endian = "little"),
+    "the device byte images are the host's bytes: NVIDIA and AMD GPUs are little-endian"
+);
 
 pub const DEVICE_ENVIRONMENT_SIZE: usize = size_of::<DeviceEnvironment>();
 pub const KERNEL_ENVIRONMENT_SIZE: usize = size_of::<KernelEnvironment>();
 pub const LAUNCH_ENVIRONMENT_SIZE: usize = size_of::<KernelLaunchEnvironment>();
 
-fn put(bytes: &mut [u8], offset: usize, value: &[u8]) {
-    bytes[offset..offset + value.len()].copy_from_slice(value);
-}
-
-fn get<const N: usize>(bytes: &[u8], offset: usize) -> [u8; N] {
-    let mut out = [0u8; N];
-    out.copy_from_slice(&bytes[offset..offset + N]);
-    out
-}
-
-/// `__omp_rtl_device_environment` as the device reads it (little-endian, 64-bit pointers).
+/// `__omp_rtl_device_environment` as the device reads it.
 pub fn device_environment_bytes(env: &DeviceEnvironment) -> [u8; DEVICE_ENVIRONMENT_SIZE] {
-    let mut b = [0u8; DEVICE_ENVIRONMENT_SIZE];
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, debug_kind),
-        &env.debug_kind.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, num_devices),
-        &env.num_devices.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, device_num),
-        &env.device_num.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, dynamic_mem_size),
-        &env.dynamic_mem_size.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, clock_frequency),
-        &env.clock_frequency.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, indirect_call_table),
-        &(env.indirect_call_table as u64).to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, indirect_call_table_size),
-        &env.indirect_call_table_size.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(DeviceEnvironment, hardware_parallelism),
-        &env.hardware_parallelism.to_le_bytes(),
-    );
-    b
+    zerocopy::transmute!(*env)
 }
 
 /// A kernel's first argument: zeroed counters and the teams-reduction buffer's address.
+///
+/// Written field by field: `KernelLaunchEnvironment::reduction_buffer` is a pointer in the
+/// shared layout (the device runtime uses it as one), so the struct has no `IntoBytes`.
 pub fn launch_environment_bytes(reduction_buffer: u64) -> [u8; LAUNCH_ENVIRONMENT_SIZE] {
     let mut b = [0u8; LAUNCH_ENVIRONMENT_SIZE];
-    put(
-        &mut b,
-        offset_of!(KernelLaunchEnvironment, reduction_cnt),
-        &0u32.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(KernelLaunchEnvironment, reduction_iter_cnt),
-        &0u32.to_le_bytes(),
-    );
-    put(
-        &mut b,
-        offset_of!(KernelLaunchEnvironment, reduction_buffer),
-        &reduction_buffer.to_le_bytes(),
-    );
+    // The counters (`reduction_cnt`, `reduction_iter_cnt`) start at zero.
+    let at = offset_of!(KernelLaunchEnvironment, reduction_buffer);
+    b[at..at + size_of::<u64>()].copy_from_slice(&reduction_buffer.to_le_bytes());
     b
 }
 
-/// The configuration part of a `<kernel>_kernel_environment` global read from the device.
+/// The configuration part of a `<kernel>_kernel_environment` global read from the device;
+/// `None` when `bytes` is shorter than a `KernelEnvironment`.
 pub fn parse_kernel_environment(bytes: &[u8]) -> Option<ConfigurationEnvironment> {
-    if bytes.len() < KERNEL_ENVIRONMENT_SIZE {
-        return None;
-    }
-    let base = offset_of!(KernelEnvironment, configuration);
-    let i32_at = |field: usize| i32::from_le_bytes(get::<4>(bytes, base + field));
-    Some(ConfigurationEnvironment {
-        use_generic_state_machine: bytes
-            [base + offset_of!(ConfigurationEnvironment, use_generic_state_machine)],
-        may_use_nested_parallelism: bytes
-            [base + offset_of!(ConfigurationEnvironment, may_use_nested_parallelism)],
-        exec_mode: bytes[base + offset_of!(ConfigurationEnvironment, exec_mode)],
-        min_threads: i32_at(offset_of!(ConfigurationEnvironment, min_threads)),
-        max_threads: i32_at(offset_of!(ConfigurationEnvironment, max_threads)),
-        min_teams: i32_at(offset_of!(ConfigurationEnvironment, min_teams)),
-        max_teams: i32_at(offset_of!(ConfigurationEnvironment, max_teams)),
-        reduction_data_size: i32_at(offset_of!(ConfigurationEnvironment, reduction_data_size)),
-        reduction_buffer_length: i32_at(offset_of!(
-            ConfigurationEnvironment,
-            reduction_buffer_length
-        )),
-    })
+    let (env, _) = KernelEnvironment::read_from_prefix(bytes).ok()?;
+    Some(env.configuration)
 }
 
 /// Bytes of the teams-reduction buffer a kernel needs: `ReductionDataSize * ReductionBufferLength`
@@ -149,12 +80,7 @@ impl IndirectTable {
 
     /// The table as the device reads it: `{u64 host; u64 device}` per entry.
     pub fn bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(std::mem::size_of_val(self.0.as_slice()));
-        for entry in &self.0 {
-            bytes.extend_from_slice(&entry.host.to_le_bytes());
-            bytes.extend_from_slice(&entry.device.to_le_bytes());
-        }
-        bytes
+        self.0.as_bytes().to_vec()
     }
 }
 
