@@ -5,14 +5,18 @@
 //               regions per second over all threads. The machine's core count bounds the
 //               useful T; beyond it this measures how the runtime behaves when oversubscribed
 //               (its locks held by preempted threads).
-//   transfers_T T host threads each run target regions mapping their own 8 MiB buffer tofrom
-//               (a copy in and a copy out per region, different entries of one device):
-//               bytes copied per second over all threads. Copies of different entries
-//               overlap when the runtime performs them outside its mapping-table lock; held
-//               across them, the rate stays at one thread's whatever T is.
+//   beside_transfers
+//               two host threads on one device: one copies its own mapped 64 MiB buffer to the
+//               device and back (`target update to` / `from`, no allocation), the other runs
+//               small regions mapping a scalar until the copies are done. Two rows: the small
+//               regions per second (`_small`) and the big copies' bytes per second (`_copies`).
+//               A runtime that holds its mapping-table lock across copies makes one thread
+//               wait for the other: the small regions stall for every copy, or (the lock
+//               being unfair) the copies wait for the small regions; one that copies outside
+//               it (different entries) lets both go on.
 #include "bench.h"
 #include <omp.h>
-#include <stdint.h>
+#include <string.h>
 
 static int sink;
 
@@ -39,38 +43,55 @@ static double regions_per_second(int threads, int regions, int batches) {
   return bench_median(rate, batches);
 }
 
-#define TRANSFER_BYTES (8u << 20)
+#define BIG_BYTES (64u << 20)
 
-static double transfer_bytes_per_second(int threads, int regions, int batches) {
-  double rate[BENCH_MAX_BATCHES];
-  char *buffers[64];
-  for (int t = 0; t < threads; t++) {
-    buffers[t] = malloc(TRANSFER_BYTES);
-    if (!buffers[t]) BENCH_FAIL("transfers_%d: out of memory", threads);
-    memset(buffers[t], t, TRANSFER_BYTES);
-  }
-  long ran = 0;
+static void beside_transfers(int big_regions, int batches, double *small_rate, double *copy_rate) {
+  double rate[BENCH_MAX_BATCHES], copies[BENCH_MAX_BATCHES];
+  char *big = malloc(BIG_BYTES);
+  if (!big) BENCH_FAIL("beside_transfers: out of memory");
+  memset(big, 0, BIG_BYTES);
+#pragma omp target enter data map(to: big[0:BIG_BYTES])
   for (int b = -1; b < batches; b++) {  // b == -1: warm-up
-    double t0 = bench_now();
-#pragma omp parallel num_threads(threads) reduction(+: ran)
+    volatile int done = 0;
+    long small = 0;
+    double elapsed = 0, copying = 0;
+#pragma omp parallel num_threads(2)
     {
-      char *mine = buffers[omp_get_thread_num()];
-      for (int r = 0; r < regions; r++) {
-#pragma omp target map(tofrom: mine[0:TRANSFER_BYTES])
-        mine[r] += 1;
-        ran++;
+      if (omp_get_thread_num() == 0) {
+        double t0 = bench_now();
+        for (int r = 0; r < big_regions; r++) {
+          big[r] += 1;
+#pragma omp target update to(big[0:BIG_BYTES])
+#pragma omp target update from(big[0:BIG_BYTES])
+        }
+        copying = bench_now() - t0;
+#pragma omp atomic write
+        done = 1;
+      } else {
+        int mine = 0;
+        double t0 = bench_now();
+        int finished = 0;
+        while (!finished) {
+#pragma omp target map(tofrom: mine)
+          mine++;
+#pragma omp atomic read
+          finished = done;
+        }
+        elapsed = bench_now() - t0;
+        small = mine;
       }
     }
-    double t = bench_now() - t0;
-    if (b >= 0) rate[b] = 2.0 * TRANSFER_BYTES * regions * threads / t;
+    if (b >= 0) {
+      rate[b] = small / elapsed;
+      copies[b] = 2.0 * BIG_BYTES * big_regions / copying;
+    }
   }
-  for (int t = 0; t < threads; t++) {
-    for (int r = 0; r < regions; r++)
-      if (buffers[t][r] != (char)(t + batches + 1)) BENCH_FAIL("transfers_%d: thread %d byte %d is %d", threads, t, r, buffers[t][r]);
-    free(buffers[t]);
-  }
-  if (ran != (long)threads * regions * (batches + 1)) BENCH_FAIL("transfers_%d: %ld regions ran", threads, ran);
-  return bench_median(rate, batches);
+#pragma omp target exit data map(release: big[0:BIG_BYTES])
+  for (int r = 0; r < big_regions; r++)
+    if (big[r] != batches + 1) BENCH_FAIL("beside_transfers: byte %d is %d", r, big[r]);
+  free(big);
+  *small_rate = bench_median(rate, batches);
+  *copy_rate = bench_median(copies, batches);
 }
 
 int main(int argc, char **argv) {
@@ -84,12 +105,11 @@ int main(int argc, char **argv) {
     if (!bench_want(name)) continue;
     bench_result(name, regions_per_second(counts[c], regions, batches), "regions/s");
   }
-  int transfer_counts[] = {1, 2, 4};
-  for (int c = 0; c < 3; c++) {
-    char name[32];
-    snprintf(name, sizeof name, "transfers_%d", transfer_counts[c]);
-    if (!bench_want(name)) continue;
-    bench_result(name, transfer_bytes_per_second(transfer_counts[c], bench_pick(40, 10), batches), "B/s");
+  if (bench_want("beside_transfers")) {
+    double small, copies;
+    beside_transfers(bench_pick(20, 6), batches, &small, &copies);
+    bench_result("beside_transfers_small", small, "regions/s");
+    bench_result("beside_transfers_copies", copies, "B/s");
   }
   return 0;
 }
