@@ -312,7 +312,7 @@ impl<'d> Phase<'d> {
         }
         crate::profile::table_size(self.device.id, table.len());
         if table.release(self.owner) {
-            self.device.transfers_done.notify_all();
+            self.device.transfers_ended(&table);
         }
         drop(table);
         let mut freed = Ok(());

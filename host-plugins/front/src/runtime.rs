@@ -17,7 +17,7 @@ use rustomp_plugin::{
 };
 use std::collections::{HashMap, HashSet};
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
 
 /// `OMP_TARGET_OFFLOAD`.
@@ -76,8 +76,11 @@ pub struct DeviceState {
     pub id: usize,
     pub backend: Box<dyn Device>,
     table: Mutex<MappingTable>,
-    /// Signalled when a phase of a construct ends its busy ranges (`data::Phase`).
-    pub transfers_done: Condvar,
+    /// Signalled when a phase of a construct ends its busy ranges (`data::Phase`), if a phase
+    /// waits: `waiting` counts them (changed under the table lock), so the common case, nobody
+    /// waiting, costs no futex call.
+    transfers_done: Condvar,
+    waiting: AtomicUsize,
     images: Mutex<DeviceImages>,
     loaded_generation: AtomicU64,
 }
@@ -103,7 +106,18 @@ impl DeviceState {
 
     /// Releases the table until another phase ends its busy ranges.
     pub fn wait_for_transfers<'a>(&'a self, table: MutexGuard<'a, MappingTable>) -> MutexGuard<'a, MappingTable> {
-        self.transfers_done.wait(table).unwrap_or_else(|e| e.into_inner())
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let table = self.transfers_done.wait(table).unwrap_or_else(|e| e.into_inner());
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        table
+    }
+
+    /// Wakes the phases waiting for busy ranges; the caller holds the table lock and just
+    /// ended some (a waiter counted itself under that lock before it released it).
+    pub fn transfers_ended(&self, _table: &MutexGuard<'_, MappingTable>) {
+        if self.waiting.load(Ordering::Relaxed) > 0 {
+            self.transfers_done.notify_all();
+        }
     }
 
     /// The kernel clang registered under host address `region_id`.
@@ -305,6 +319,7 @@ impl Runtime {
                         backend: crate::profile::observe(id, backend),
                         table: Mutex::new(MappingTable::new()),
                         transfers_done: Condvar::new(),
+                        waiting: AtomicUsize::new(0),
                         images: Mutex::new(DeviceImages::default()),
                         loaded_generation: AtomicU64::new(u64::MAX),
                     })
