@@ -22,7 +22,8 @@ cargo xtask <command> [options]
 
 Commands:
   setup               install what the build needs (Debian LLVM 22 packages, CUDA ptxas/nvlink
-                      in target/tools, rustup components); only what is missing
+                      in target/tools, rustup components, the nightly toolchain for fuzz); only
+                      what is missing
   devicertl [--force] build the device runtime bitcode (nvptx64, amdgcn) into dist/lib
   host                build the host library and install dist/lib/libomptarget.so.22.1
   cc [clang args]     clang-22 with the rustomp runtime wired in (also: c++ for clang++-22);

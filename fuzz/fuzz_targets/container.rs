@@ -1,12 +1,12 @@
 //! `rustomp_plugin::image::unwrap_container` on arbitrary bytes: it never panics, an image it
 //! finds lies within the input, and the image found reads like the rest of the image code
-//! expects (`classify`, `is_complete`, a nested container).
+//! expects (`classify`, `validate`, a nested container).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use rustomp_abi::OFFLOAD_BINARY_MAGIC;
-use rustomp_plugin::image::{classify, is_complete, unwrap_container};
+use rustomp_plugin::image::{classify, unwrap_container, validate};
 
 fuzz_target!(|bytes: &[u8]| {
     let Ok(found) = unwrap_container(bytes) else {
@@ -22,9 +22,14 @@ fuzz_target!(|bytes: &[u8]| {
         assert_eq!(found.triple, kind.triple());
         assert_eq!(found.arch, kind.arch());
     }
-    if let Some(kind) = classify(contained) {
-        let _ = is_complete(contained, &kind);
+    // What registration does next with the image found: read its kind, check its headers.
+    let kind = classify(contained);
+    if let Some(kind) = &kind {
         let _ = (kind.triple(), kind.arch(), kind.label());
+    }
+    match validate(contained) {
+        Ok(validated) => assert_eq!(Some(validated), kind, "validate agrees with classify"),
+        Err(why) => assert!(!why.is_empty()),
     }
     // A container inside a container (clang-22 never nests them; the reader must not care).
     if let Ok(inner) = unwrap_container(contained) {

@@ -4,7 +4,10 @@
 //! Entries are created the way the front creates them: only where a lookup of their range finds
 //! nothing (so entries never overlap), and the device copy starts `padding` bytes into its
 //! allocation. Addresses come from a small window (so that entries meet and nest) placed either
-//! low or against the top of the address space (so that `begin + size` saturates).
+//! low or against the top of the address space (so that a lookup's `begin + size` saturates;
+//! no entry ends beyond it). Attached pointers are attached, detached and restored; busy ranges
+//! (copies in flight) are marked and released by a few constructs, and `is_blocked` is checked
+//! against the model for every lookup.
 
 #![no_main]
 
@@ -26,13 +29,26 @@ enum Op {
     RemoveAt { begin: u16 },
     Attach { n: u8, offset: u16, value: u16 },
     Shadows { n: u8, offset: u16, size: u16 },
+    /// Undo an attachment at a pointer inside the `n`-th entry, restoring another value or none.
+    Detach { n: u8, offset: u16, restore: Option<u16> },
+    /// Copies in flight for `[begin, begin + size)` by construct `owner`.
+    MarkBusy { begin: u16, size: u16, owner: u8 },
+    Unbusy { owner: u8 },
 }
 
 #[derive(Arbitrary, Debug)]
 struct Input {
-    /// Addresses start at 0x1000, or 0x20000 bytes below the top of the address space.
+    /// Addresses start at 0x1000, or 0xffff bytes below the top of the address space.
     high: bool,
     ops: Vec<Op>,
+}
+
+/// A construct's busy range, as the table keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Busy {
+    begin: usize,
+    end: usize,
+    owner: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -71,7 +87,29 @@ fn model_lookup(model: &[Model], begin: usize, size: usize) -> Lookup {
     }
 }
 
-fn check(table: &MappingTable, model: &[Model]) {
+/// The specified `is_blocked`: the range (at least one byte), or the entry a lookup of it
+/// finds, overlaps a range another construct has busy.
+fn model_blocked(model: &[Model], busy: &[Busy], begin: usize, size: usize, owner: u64) -> bool {
+    let overlaps = |b: usize, e: usize| busy.iter().any(|r| r.owner != owner && r.begin < e && b < r.end);
+    if overlaps(begin, begin.saturating_add(size.max(1))) {
+        return true;
+    }
+    match model_lookup(model, begin, size) {
+        Lookup::Contained(key) | Lookup::PartialOverlap(key) => {
+            let e = &model.iter().find(|m| m.entry.host_begin == key).expect("found in the model").entry;
+            overlaps(e.host_begin, e.host_end.max(e.host_begin.saturating_add(1)))
+        }
+        Lookup::Absent => false,
+    }
+}
+
+fn sorted(mut shadows: Vec<ShadowPointer>) -> Vec<ShadowPointer> {
+    shadows.sort_by_key(|s| s.host_address);
+    shadows
+}
+
+fn check(table: &MappingTable, model: &[Model], busy: &[Busy]) {
+    assert_eq!(table.has_busy(), !busy.is_empty());
     assert_eq!(table.len(), model.len());
     assert_eq!(table.is_empty(), model.is_empty());
     let entries: Vec<&MapEntry> = table.iter().collect();
@@ -79,20 +117,25 @@ fn check(table: &MappingTable, model: &[Model]) {
     assert_eq!(entries, expected, "entries in address order");
     for m in model {
         assert_eq!(table.get(m.entry.host_begin), Some(&m.entry));
+        for s in &m.shadows {
+            assert_eq!(table.shadow(m.entry.host_begin, s.host_address), Some(*s));
+        }
     }
 }
 
 fuzz_target!(|input: Input| {
-    let origin: usize = if input.high { usize::MAX - 0x2_0000 } else { 0x1000 };
+    let origin: usize = if input.high { usize::MAX - 0xffff } else { 0x1000 };
     let address = |offset: u16| origin + usize::from(offset);
     let mut table = MappingTable::new();
     // Sorted by host_begin, as the table iterates.
     let mut model: Vec<Model> = Vec::new();
+    let mut busy: Vec<Busy> = Vec::new();
     for op in input.ops.into_iter().take(512) {
         match op {
             Op::Insert { begin, size, base_before, padding, device, hold, infinite, plain } => {
                 let (begin, size) = (address(begin), usize::from(size));
-                let end = begin + size;
+                // Host objects end inside the address space.
+                let Some(end) = begin.checked_add(size) else { continue };
                 if model_lookup(&model, begin, size) != Lookup::Absent {
                     continue;
                 }
@@ -134,6 +177,10 @@ fuzz_target!(|input: Input| {
                     _ => None,
                 };
                 assert_eq!(table.find(begin, size), contained);
+                for owner in 0..3 {
+                    let blocked = model_blocked(&model, &busy, begin, size, owner);
+                    assert_eq!(table.is_blocked(begin, size, owner), blocked, "is_blocked({begin:#x}, {size}, {owner}) with {busy:?}");
+                }
                 if let Some(e) = contained {
                     assert_eq!(e.device_address(begin), e.device_begin.wrapping_add(begin.wrapping_sub(e.host_begin)));
                 }
@@ -234,9 +281,46 @@ fuzz_target!(|input: Input| {
                 let end = begin.saturating_add(size);
                 let expected: Vec<ShadowPointer> =
                     m.shadows.iter().filter(|s| s.host_address >= begin && s.host_address + POINTER <= end).copied().collect();
-                assert_eq!(table.shadows_within(m.entry.host_begin, begin, size), expected);
+                assert_eq!(sorted(table.shadows_within(m.entry.host_begin, begin, size)), sorted(expected));
+            }
+            Op::Detach { n, offset, restore } => {
+                if model.is_empty() {
+                    continue;
+                }
+                let i = usize::from(n) % model.len();
+                let m = &mut model[i];
+                let size = m.entry.host_end - m.entry.host_begin;
+                if size < POINTER {
+                    continue;
+                }
+                let host_address = m.entry.host_begin + usize::from(offset) % (size - POINTER + 1);
+                let previous = restore.map(|value| ShadowPointer {
+                    host_address,
+                    device_address: m.entry.device_address(host_address),
+                    device_value: 0x7000_0000 + usize::from(value),
+                });
+                m.shadows.retain(|s| s.host_address != host_address);
+                m.shadows.extend(previous);
+                table.detach(m.entry.host_begin, host_address, previous);
+                assert_eq!(table.shadow(m.entry.host_begin, host_address), previous);
+            }
+            Op::MarkBusy { begin, size, owner } => {
+                let begin = address(begin);
+                let end = begin.saturating_add(usize::from(size)).max(begin.saturating_add(1));
+                let owner = u64::from(owner % 3);
+                let range = Busy { begin, end, owner };
+                if !busy.contains(&range) {
+                    busy.push(range);
+                }
+                table.mark_busy(begin, begin.saturating_add(usize::from(size)), owner);
+            }
+            Op::Unbusy { owner } => {
+                let owner = u64::from(owner % 3);
+                let had = busy.iter().any(|b| b.owner == owner);
+                busy.retain(|b| b.owner != owner);
+                assert_eq!(table.release(owner), had);
             }
         }
-        check(&table, &model);
+        check(&table, &model, &busy);
     }
 });

@@ -35,8 +35,9 @@ pub struct Runtime {
     /// removed.
     slots: RwLock<Vec<Arc<DeviceSlot>>>,
     libraries: Mutex<Vec<Library>>,
-    /// Why registered images found no device to run on (for `mandatory` with no device).
-    unserved: Mutex<Vec<String>>,
+    /// Why registered images found no device to run on (for `mandatory` with no device), per
+    /// registered program (its descriptor's address): unregistering drops its reasons.
+    unserved: Mutex<Vec<(u64, String)>>,
     generation: AtomicU64,
     pub requires: AtomicU64,
 }
@@ -206,14 +207,15 @@ impl Runtime {
         Some(if unserved.is_empty() {
             "no offload device is available".to_string()
         } else {
-            format!("no offload device is available: {}", unserved.join("; "))
+            let reasons: Vec<&str> = unserved.iter().map(|(_, why)| why.as_str()).collect();
+            format!("no offload device is available: {}", reasons.join("; "))
         })
     }
 
     /// Gives the devices that can run `images` (of one registered program) OpenMP numbers, the
     /// way LLVM's plugin manager does: image by image, each compatible plugin's compatible
     /// devices not numbered yet get the next numbers. Records why an image found no device.
-    fn assign_devices(&self, images: &[RawImage]) {
+    fn assign_devices(&self, library: u64, images: &[RawImage]) {
         let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
         let mut used: HashSet<(usize, usize)> = HashSet::new();
         for (i, raw) in images.iter().enumerate() {
@@ -283,7 +285,7 @@ impl Runtime {
                 self.unserved
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .push(message);
+                    .push((library, message));
             }
         }
     }
@@ -356,9 +358,9 @@ impl Runtime {
                 self.add_requirements(entry.data);
             }
         }
-        self.assign_devices(&images);
-        let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
         let id = desc as *const BinDesc as u64;
+        self.assign_devices(id, &images);
+        let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
         debug!(
             "registering library {id:#x}: {} image(s), {} entries",
             images.len(),
@@ -425,6 +427,7 @@ impl Runtime {
         }
         let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
         libraries.retain(|l| l.id != id);
+        self.unserved.lock().unwrap_or_else(|e| e.into_inner()).retain(|(library, _)| *library != id);
     }
 
     fn load_images(&self, state: &DeviceState, generation: u64) -> Result<()> {

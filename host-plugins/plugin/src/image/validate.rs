@@ -472,7 +472,7 @@ impl<'a> Elf<'a> {
         for (j, s) in self.sections.iter().enumerate() {
             let flags = s.sh_flags(e).0;
             let (addr, size) = (s.sh_addr(e), s.sh_size(e));
-            if flags & elf::SHF_ALLOC.0 == 0 || size == 0 || addr >= end || addr + size <= start {
+            if flags & elf::SHF_ALLOC.0 == 0 || size == 0 || addr >= end || addr.saturating_add(size) <= start {
                 continue;
             }
             if flags & elf::SHF_TLS.0 != 0 && s.sh_type(e) == elf::SHT_NOBITS {
