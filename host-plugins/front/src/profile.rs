@@ -340,7 +340,7 @@ fn requested(n: u32) -> String {
     if n == 0 {
         "default".into()
     } else {
-        n.to_string()
+        (n as i32).to_string()
     }
 }
 

@@ -231,7 +231,7 @@ pub unsafe fn target_kernel(
         Err(e) => return report(Err(e), &loc, BEGIN_FAILED),
     };
     let config = LaunchConfig {
-        num_teams: args.num_teams[0],
+        num_teams: league_size(args.num_teams[0]),
         thread_limit: args.thread_limit[0],
         teams_yz: [args.num_teams[1], args.num_teams[2]],
         threads_yz: [args.thread_limit[1], args.thread_limit[2]],
@@ -253,4 +253,28 @@ pub unsafe fn target_kernel(
     }
     let unmapped = profile::phase(device.id, "map out (target)", list.items.len(), || data::end(&device, &list.items));
     report(unmapped, &loc, END_FAILED)
+}
+
+/// The number of teams a construct asks for. clang-22 passes -1 for a `target` region without
+/// a `teams` construct (`target`, `target parallel for`): its league has one team, the
+/// initial thread's, so one block; 0 (`target teams` without `num_teams`) leaves the choice to
+/// the plugin; anything else is the clause. Read as unsigned, -1 would ask for the largest grid.
+fn league_size(num_teams: u32) -> u32 {
+    if (num_teams as i32) < 0 {
+        1
+    } else {
+        num_teams
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::league_size;
+
+    #[test]
+    fn a_target_region_without_teams_is_one_team() {
+        assert_eq!(league_size(-1i32 as u32), 1);
+        assert_eq!(league_size(0), 0);
+        assert_eq!(league_size(7), 7);
+    }
 }
