@@ -732,6 +732,19 @@ exports! {
     }
 }
 
+/// `init` and `destroy` of an interop variable: wait for the `depend` list, then the variable
+/// is `omp_interop_none` (this runtime creates no interop objects).
+///
+/// # Safety
+/// `interop` is null or the interop variable's address; `deps` holds `ndeps` dependences.
+unsafe fn wait_then_clear(ident: *mut c_void, gtid: i32, interop: *mut *mut c_void, ndeps: i32, deps: *mut c_void) {
+    wait_for_dependences(ident, gtid, ndeps, deps);
+    if !interop.is_null() {
+        // SAFETY: guaranteed by the caller.
+        unsafe { *interop = std::ptr::null_mut() };
+    }
+}
+
 /// Waits for a construct's `depend` list, as libomp's `__kmpc_omp_wait_deps` does for a task
 /// (the list is clang's `kmp_depend_info` array, passed through).
 fn wait_for_dependences(ident: *mut c_void, gtid: i32, ndeps: i32, deps: *mut c_void) {
@@ -783,11 +796,8 @@ exports! {
         _nowait: i32,
     ) {
         on_panic: ();
-        wait_for_dependences(ident, gtid, ndeps, deps);
-        if !interop.is_null() {
-            // SAFETY: guaranteed by the caller.
-            unsafe { *interop = std::ptr::null_mut() };
-        }
+        // SAFETY: guaranteed by the caller.
+        unsafe { wait_then_clear(ident, gtid, interop, ndeps, deps) };
     }
 
     /// `#pragma omp interop use(...)`: waits for the `depend` list (also for `omp_interop_none`).
@@ -830,11 +840,8 @@ exports! {
         _nowait: i32,
     ) {
         on_panic: ();
-        wait_for_dependences(ident, gtid, ndeps, deps);
-        if !interop.is_null() {
-            // SAFETY: guaranteed by the caller.
-            unsafe { *interop = std::ptr::null_mut() };
-        }
+        // SAFETY: guaranteed by the caller.
+        unsafe { wait_then_clear(ident, gtid, interop, ndeps, deps) };
     }
     pub extern "C" fn __tgt_interop_release(
         _ident: *mut c_void,
