@@ -322,25 +322,28 @@ impl<'d> Phase<'d> {
         decided.and(copied).and(freed)
     }
 
+    /// Removes the entry at `key` (LLVM's 0x8 line gives `size`, the item's, else the entry's);
+    /// its device memory, if the runtime allocated it, goes to the phase's frees.
+    fn remove_entry(&mut self, table: &mut MappingTable, key: usize, size: Option<usize>) {
+        let Some((entry, allocation)) = table.remove_with_allocation(key) else { return };
+        info!(
+            diag::infotype::MAPPING_CHANGED,
+            self.device.id,
+            "Removing map entry with HstPtrBegin={}, TgtPtrBegin={}, Size={}, Name={}",
+            Ptr(entry.host_begin),
+            Ptr(entry.device_begin),
+            size.unwrap_or(entry.host_end - entry.host_begin),
+            diag::map_name(entry.name as *const c_char)
+        );
+        if entry.owned {
+            self.frees.push(allocation);
+        }
+    }
+
     fn undo(&mut self, table: &mut MappingTable) {
-        for change in self.undo.drain(..).rev() {
+        for change in std::mem::take(&mut self.undo).into_iter().rev() {
             match change {
-                Undo::Created(key) => {
-                    if let Some((entry, allocation)) = table.remove_with_allocation(key) {
-                        info!(
-                            diag::infotype::MAPPING_CHANGED,
-                            self.device.id,
-                            "Removing map entry with HstPtrBegin={}, TgtPtrBegin={}, Size={}, Name={}",
-                            Ptr(entry.host_begin),
-                            Ptr(entry.device_begin),
-                            entry.host_end - entry.host_begin,
-                            diag::map_name(entry.name as *const c_char)
-                        );
-                        if entry.owned {
-                            self.frees.push(allocation);
-                        }
-                    }
-                }
+                Undo::Created(key) => self.remove_entry(table, key, None),
                 Undo::Counted { key, hold } => {
                     if let Some(entry) = table.get_mut(key) {
                         let counter = if hold { &mut entry.hold_refs } else { &mut entry.dynamic_refs };
@@ -354,7 +357,7 @@ impl<'d> Phase<'d> {
 }
 
 /// Frees device memory the runtime allocated for a map entry or a private copy.
-fn free_device(device: &DeviceState, ptr: usize) -> Result<()> {
+pub fn free_device(device: &DeviceState, ptr: usize) -> Result<()> {
     // SAFETY: callers pass device memory this runtime allocated on `device` (an entry's or a
     // private copy's), when its last reference goes, once.
     unsafe { device.backend.free(ptr as *mut c_void, AllocKind::Device) }
@@ -815,18 +818,7 @@ fn unmap_one(
         copy_back_pending(phase, table, key, pending_from);
     }
     // The range stays busy while a copy back runs: nobody maps it anew meanwhile.
-    let (entry, allocation) = table.remove_with_allocation(key).expect("looked up");
-    info!(
-        diag::infotype::MAPPING_CHANGED,
-        device.id,
-        "Removing map entry with HstPtrBegin={}, TgtPtrBegin={}, Size={size}, Name={}",
-        Ptr(entry.host_begin),
-        Ptr(entry.device_begin),
-        diag::map_name(entry.name as *const c_char)
-    );
-    if entry.owned {
-        phase.frees.push(allocation);
-    }
+    phase.remove_entry(table, key, Some(size));
     Ok(())
 }
 

@@ -241,9 +241,8 @@ pub unsafe fn target_kernel(
     debug!("launch {name} on device {}: {} argument(s)", device.id, values.len());
     // SAFETY: the values follow the kernel's parameter list as clang built it.
     let launched = unsafe { image.launch(kernel, &values, &config) };
-    // SAFETY: the temporaries are this construct's own allocations on `device`, freed once here
-    // after the kernel that used them finished.
-    let freed = temporaries.into_iter().try_for_each(|buffer| unsafe { device.backend.free(buffer as *mut c_void, rustomp_plugin::AllocKind::Device) });
+    // The private copies are freed once, after the kernel that used them finished.
+    let freed = temporaries.into_iter().try_for_each(|buffer| data::free_device(&device, buffer));
     if let Err(e) = launched.and(freed) {
         // The construct's references go, its results do not come back (there are none).
         if let Err(released) = data::release(&device, &list.items) {
