@@ -5,6 +5,7 @@
 #include "bench.h"
 #include <cuda.h>
 #include <dlfcn.h>
+#include <string.h>
 
 static struct {
   __typeof__(cuInit) *init;
@@ -19,6 +20,11 @@ static struct {
   __typeof__(cuModuleLoadData) *module_load_data;
   __typeof__(cuModuleGetFunction) *module_get_function;
   __typeof__(cuLaunchKernel) *launch_kernel;
+  __typeof__(cuStreamCreate) *stream_create;
+  __typeof__(cuStreamSynchronize) *stream_synchronize;
+  __typeof__(cuMemAllocHost) *mem_alloc_host;
+  __typeof__(cuMemFreeHost) *mem_free_host;
+  __typeof__(cuMemcpyDtoH) *memcpy_dtoh;
 } cu;
 
 static const char empty_ptx[] =
@@ -59,6 +65,11 @@ const char *raw_init(void) {
       {(void **)&cu.module_load_data, "cuModuleLoadData"},
       {(void **)&cu.module_get_function, "cuModuleGetFunction"},
       {(void **)&cu.launch_kernel, "cuLaunchKernel"},
+      {(void **)&cu.stream_create, "cuStreamCreate"},
+      {(void **)&cu.stream_synchronize, "cuStreamSynchronize"},
+      {(void **)&cu.mem_alloc_host, "cuMemAllocHost_v2"},
+      {(void **)&cu.mem_free_host, "cuMemFreeHost"},
+      {(void **)&cu.memcpy_dtoh, "cuMemcpyDtoH_v2"},
   };
   for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
     *symbols[i].slot = dlsym(lib, symbols[i].name);
@@ -114,6 +125,53 @@ double raw_launch_us(int iters, int batches) {
   CHECK(cu.module_get_function(&f, module, "rustomp_bench_empty"));
   return bench_per_iter(raw_launches, f, iters, batches) * 1e6;
 }
+
+struct stream_launch {
+  CUfunction f;
+  CUstream stream;
+};
+
+static void raw_stream_launches(void *ctx, int iters) {
+  struct stream_launch *l = ctx;
+  for (int i = 0; i < iters; i++) {
+    CHECK(cu.launch_kernel(l->f, 1, 1, 1, 1, 1, 1, 0, l->stream, NULL, NULL));
+    CHECK(cu.stream_synchronize(l->stream));
+  }
+}
+
+double raw_launch_stream_us(int iters, int batches) {
+  CUmodule module;
+  struct stream_launch l;
+  CHECK(cu.module_load_data(&module, empty_ptx));
+  CHECK(cu.module_get_function(&l.f, module, "rustomp_bench_empty"));
+  CHECK(cu.stream_create(&l.stream, CU_STREAM_NON_BLOCKING));
+  return bench_per_iter(raw_stream_launches, &l, iters, batches) * 1e6;
+}
+
+/// Median GB/s of `reps` copies of `bytes` between pinned host memory and the device.
+static double raw_pinned_gbps(size_t bytes, int reps, int to_device) {
+  CUdeviceptr dev;
+  void *host;
+  CHECK(cu.mem_alloc(&dev, bytes));
+  CHECK(cu.mem_alloc_host(&host, bytes));
+  memset(host, 1, bytes);
+  double rate[BENCH_MAX_BATCHES];
+  if (reps > BENCH_MAX_BATCHES) reps = BENCH_MAX_BATCHES;
+  for (int r = -1; r < reps; r++) {
+    double t0 = bench_now();
+    if (to_device)
+      CHECK(cu.memcpy_htod(dev, host, bytes));
+    else
+      CHECK(cu.memcpy_dtoh(host, dev, bytes));
+    if (r >= 0) rate[r] = (double)bytes / (bench_now() - t0) * 1e-9;
+  }
+  CHECK(cu.mem_free_host(host));
+  CHECK(cu.mem_free(dev));
+  return bench_median(rate, reps);
+}
+
+double raw_h2d_pinned_gbps(size_t bytes, int reps) { return raw_pinned_gbps(bytes, reps, 1); }
+double raw_d2h_pinned_gbps(size_t bytes, int reps) { return raw_pinned_gbps(bytes, reps, 0); }
 
 double raw_h2d_gbps(const void *host, size_t bytes, int reps) {
   CUdeviceptr dst;

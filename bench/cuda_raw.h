@@ -13,8 +13,15 @@ double raw_d2d_gbps(size_t bytes, int reps);
 /// An empty kernel (PTX loaded by cuModuleLoadData) launched by cuLaunchKernel and waited for
 /// by cuCtxSynchronize: median microseconds per launch over `batches` batches of `iters`.
 double raw_launch_us(int iters, int batches);
+/// The same kernel launched on a non-blocking stream and waited for by cuStreamSynchronize (what
+/// the OpenMP runtime does per region): the fair ceiling for an empty target region.
+double raw_launch_stream_us(int iters, int batches);
 /// cuMemcpyHtoD of `bytes` from `host` (pageable memory) to a device buffer: median GB/s.
 double raw_h2d_gbps(const void *host, size_t bytes, int reps);
+/// cuMemcpyHtoD / cuMemcpyDtoH of `bytes` between pinned host memory (cuMemAllocHost) and the
+/// device: the link's speed, the ceiling of every host-device copy. Median GB/s.
+double raw_h2d_pinned_gbps(size_t bytes, int reps);
+double raw_d2h_pinned_gbps(size_t bytes, int reps);
 
 #ifdef _OPENMP
 // For the OpenMP programs of the GPU group (cuda_raw.c itself is plain C).

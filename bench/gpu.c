@@ -8,8 +8,17 @@
 //   triad_fraction    triad / d2d_copy
 //   launch_empty      a synchronous empty `target` region: microseconds
 //   raw_launch        an empty kernel by cuLaunchKernel + cuCtxSynchronize: microseconds
-//   h2d               `target update to` of 256 MiB of pageable host memory: GB/s
-//   raw_h2d           cuMemcpyHtoD of the same buffer: GB/s
+//   raw_launch_stream an empty kernel by cuLaunchKernel on a stream + cuStreamSynchronize: the
+//                     fair ceiling of launch_empty (what a runtime must do per region)
+//   launch_spmd       `target parallel` with an empty body (an SPMD kernel): microseconds
+//   launch_generic    `target` whose sequential part stores a value, then one empty
+//                     `parallel` (a generic-mode kernel: its state machine): microseconds
+//   h2d, d2h          `target update to/from` of 256 MiB of pageable host memory: GB/s
+//   raw_h2d           cuMemcpyHtoD of the same pageable buffer (the driver's own path): GB/s
+//   raw_h2d_pinned, raw_d2h_pinned
+//                     cuMemcpyHtoD/DtoH of 256 MiB of pinned memory: the link, the ceiling
+//   h2d_fraction, d2h_fraction
+//                     h2d / raw_h2d_pinned, d2h / raw_d2h_pinned
 #include "bench.h"
 #include "cuda_raw.h"
 #include <omp.h>
@@ -24,6 +33,43 @@ static void empty_regions(void *ctx, int iters) {
 #pragma omp target
     {}
   }
+}
+
+static void spmd_regions(void *ctx, int iters) {
+  (void)ctx;
+  for (int i = 0; i < iters; i++) {
+#pragma omp target parallel
+    {}
+  }
+}
+
+static void generic_regions(void *ctx, int iters) {
+  int *seen = ctx;
+  for (int i = 0; i < iters; i++) {
+    // The store before the region keeps the kernel generic: the main thread runs the
+    // sequential part, the workers wait in the state machine for the parallel region.
+#pragma omp target map(tofrom: seen[0:1])
+    {
+      seen[0] = i;
+#pragma omp parallel
+      {}
+    }
+  }
+}
+
+/// Median GB/s of `reps` `target update` copies of `bytes` at `buf` (mapped), one way.
+static double update_gbps(char *buf, size_t bytes, int reps, int to_device) {
+  double rate[BENCH_MAX_BATCHES];
+  for (int r = -1; r < reps; r++) {
+    double t0 = bench_now();
+    if (to_device) {
+#pragma omp target update to(buf[0:bytes])
+    } else {
+#pragma omp target update from(buf[0:bytes])
+    }
+    if (r >= 0) rate[r] = (double)bytes / (bench_now() - t0) * 1e-9;
+  }
+  return bench_median(rate, reps);
 }
 
 int main(int argc, char **argv) {
@@ -69,20 +115,33 @@ int main(int argc, char **argv) {
   if (bench_want("launch_empty"))
     bench_result("launch_empty", bench_per_iter(empty_regions, NULL, iters, reps) * 1e6, "us/region");
   if (bench_want("raw_launch")) bench_result("raw_launch", raw_launch_us(iters, reps), "us/launch");
+  if (bench_want("raw_launch_stream"))
+    bench_result("raw_launch_stream", raw_launch_stream_us(iters, reps), "us/launch");
+  if (bench_want("launch_spmd"))
+    bench_result("launch_spmd", bench_per_iter(spmd_regions, NULL, iters, reps) * 1e6, "us/region");
+  if (bench_want("launch_generic")) {
+    int seen = -1;
+    bench_result("launch_generic", bench_per_iter(generic_regions, &seen, iters, reps) * 1e6, "us/region");
+  }
 
-  if (bench_want("h2d")) {
+  if (bench_want("h2d") || bench_want("d2h")) {
     char *buf = malloc(H2D_BYTES);
     if (!buf) BENCH_FAIL("gpu: out of memory");
     memset(buf, 1, H2D_BYTES);
-    double rate[BENCH_MAX_BATCHES];
+    double h2d, d2h;
 #pragma omp target data map(alloc: buf[0:H2D_BYTES])
-    for (int r = -1; r < reps; r++) {
-      double t0 = bench_now();
-#pragma omp target update to(buf[0:H2D_BYTES])
-      if (r >= 0) rate[r] = (double)H2D_BYTES / (bench_now() - t0) * 1e-9;
+    {
+      h2d = update_gbps(buf, H2D_BYTES, reps, 1);
+      d2h = update_gbps(buf, H2D_BYTES, reps, 0);
     }
-    bench_result("h2d", bench_median(rate, reps), "GB/s");
+    double pinned_h2d = raw_h2d_pinned_gbps(H2D_BYTES, reps), pinned_d2h = raw_d2h_pinned_gbps(H2D_BYTES, reps);
+    bench_result("h2d", h2d, "GB/s");
+    bench_result("d2h", d2h, "GB/s");
     bench_result("raw_h2d", raw_h2d_gbps(buf, H2D_BYTES, reps), "GB/s");
+    bench_result("raw_h2d_pinned", pinned_h2d, "GB/s");
+    bench_result("raw_d2h_pinned", pinned_d2h, "GB/s");
+    bench_result("h2d_fraction", h2d / pinned_h2d, "of_pinned");
+    bench_result("d2h_fraction", d2h / pinned_d2h, "of_pinned");
     free(buf);
   }
   return 0;

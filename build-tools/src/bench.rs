@@ -625,6 +625,51 @@ fn gpu_group(
         out_dir,
     );
     print_group(group.title, &variants, &rows, &failures, runs);
+    if filter.is_none() && !rows.is_empty() {
+        record_gpu_table(&variants, &rows)?;
+    }
+    Ok(())
+}
+
+/// Where `cargo xtask bench gpu` keeps its latest table in BENCHMARKS.md (replaced each run
+/// on a GPU; the rest of the file is written by hand).
+const GPU_TABLE_BEGIN: &str = "<!-- cargo xtask bench gpu: table begins -->";
+const GPU_TABLE_END: &str = "<!-- cargo xtask bench gpu: table ends -->";
+
+/// Writes the GPU group's table into BENCHMARKS.md (between the markers, or at the end).
+fn record_gpu_table(variants: &[Variant], rows: &[Row]) -> Result<()> {
+    let gpu = Command::new("nvidia-smi")
+        .args(["--query-gpu=name,driver_version", "--format=csv,noheader"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").trim().to_string())
+        .unwrap_or_default();
+    let a = variants.first().map_or("ours", |v| v.label);
+    let b = variants.get(1).map_or("LLVM", |v| v.label);
+    let mut table = format!(
+        "{GPU_TABLE_BEGIN}\n\nGPU group, written by `cargo xtask bench gpu`: {gpu}; {}.\nMedian (min-max) of each program's own medians.\n\n| benchmark | unit | {a} | {b} | {a}/{b} |\n|---|---|---|---|---|\n",
+        machine_line()
+    );
+    for row in rows {
+        let (r, verdict) = ratio(row);
+        table.push_str(&format!(
+            "| `{}` | {} | {} | {} | {r} {verdict} |\n",
+            row.name,
+            row.unit,
+            cell(&row.values[0]),
+            cell(&row.values[1])
+        ));
+    }
+    table.push_str(&format!("\n{GPU_TABLE_END}"));
+    let path = at("BENCHMARKS.md");
+    let text = std::fs::read_to_string(&path)?;
+    let updated = match (text.find(GPU_TABLE_BEGIN), text.find(GPU_TABLE_END)) {
+        (Some(begin), Some(end)) if begin < end => {
+            format!("{}{table}{}", &text[..begin], &text[end + GPU_TABLE_END.len()..])
+        }
+        _ => format!("{}\n\n## GPU (latest run on a GPU)\n\n{table}\n", text.trim_end()),
+    };
+    util::write(&path, updated)?;
+    println!("gpu: the table is in BENCHMARKS.md");
     Ok(())
 }
 

@@ -119,6 +119,15 @@ pub fn run(o: Options) -> Result<i32> {
                 failed_steps.push("sanitizers".to_string());
             }
         }
+        util::step("test: GPU suite without a GPU (sm_90 binaries against the stand-in CUDA driver, tests/fake-cuda)");
+        match gpu::without_gpu() {
+            Ok(true) => {}
+            Ok(false) => failed_steps.push("GPU suite against the stand-in CUDA driver".to_string()),
+            Err(e) => {
+                println!("gpu suite: {e}");
+                failed_steps.push("GPU suite against the stand-in CUDA driver".to_string());
+            }
+        }
         util::step("test 5/5: program corpus (host offload, x86_64-pc-linux-gnu)");
         let summary = corpus(&Suite::host())?;
         report_failed_steps(&failed_steps);
@@ -524,6 +533,9 @@ struct Header {
     expect_stderr_both: Vec<String>,
     /// `// SOURCES: units/x.c ...`: more translation units, relative to the program's directory.
     sources: Vec<String>,
+    /// `// HOST-ONLY: why`: meaningful on the CPU plugin only (its fault injection, its leak
+    /// check); the GPU suite lists it as skipped instead of running it.
+    host_only: Option<String>,
 }
 
 impl Header {
@@ -565,6 +577,8 @@ fn parse_header(text: &str) -> Header {
             h.expect_stderr.push(v.trim().to_string());
         } else if let Some(v) = comment.strip_prefix("SOURCES:") {
             h.sources.extend(v.split_whitespace().map(str::to_string));
+        } else if let Some(v) = comment.strip_prefix("HOST-ONLY:") {
+            h.host_only = Some(v.trim().to_string());
         }
     }
     h
@@ -788,7 +802,7 @@ fn corpus(suite: &Suite) -> Result<Summary> {
 
     // Programs documented in tests/programs/KNOWN_FAILURES (name, then the reason) fail with our
     // runtime today: they are listed every run and counted as skipped, never as passed.
-    let known = known_failures(&at("tests/programs/KNOWN_FAILURES"));
+    let known = known_failures(&at("tests/programs/KNOWN_FAILURES"), Scope::Host);
     let passed = rows.iter().filter(|r| r.1 .0).count();
     let skipped = rows
         .iter()
@@ -842,16 +856,32 @@ fn corpus(suite: &Suite) -> Result<Summary> {
 }
 
 /// `name reason…` per line; `#` starts a comment.
-fn known_failures(path: &std::path::Path) -> Vec<(String, String)> {
+/// Where a line of `tests/programs/KNOWN_FAILURES` applies: `gpu: NAME why` to the GPU suite
+/// only, `host: NAME why` to the CPU corpus only, a plain `NAME why` to both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Host,
+    Gpu,
+}
+
+/// The programs documented as failing where `scope` runs them: (name, why).
+fn known_failures(path: &std::path::Path, scope: Scope) -> Vec<(String, String)> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(|l| {
+        .filter_map(|l| {
+            let (applies, l) = if let Some(rest) = l.strip_prefix("gpu:") {
+                (scope == Scope::Gpu, rest.trim())
+            } else if let Some(rest) = l.strip_prefix("host:") {
+                (scope == Scope::Host, rest.trim())
+            } else {
+                (true, l)
+            };
             let (name, why) = l
                 .split_once(char::is_whitespace)
                 .unwrap_or((l, "no reason given"));
-            (name.to_string(), why.trim().to_string())
+            applies.then(|| (name.to_string(), why.trim().to_string()))
         })
         .collect()
 }

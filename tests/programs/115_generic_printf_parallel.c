@@ -49,6 +49,7 @@ int main(int argc, char **argv) {
   clear(r, MAXT);
 #pragma omp target map(tofrom: r[0:MAXT], ondev, gpu, after, seq_level, seq_inpar) firstprivate(verbose)
   {
+    gpu = 0; // host and device code must use the same variables (see tests/programs/README.md)
 #if defined(__NVPTX__) || defined(__AMDGPU__) || defined(__AMDGCN__)
     gpu = 1;
 #endif

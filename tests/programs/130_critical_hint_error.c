@@ -35,6 +35,7 @@ int main(int argc, char **argv) {
     if (team == 0) {
       nteams = omp_get_num_teams();
       ondev = !omp_is_initial_device();
+      gpu = 0; // host and device code must use the same variables (see tests/programs/README.md)
 #if defined(__NVPTX__) || defined(__AMDGPU__) || defined(__AMDGCN__)
       gpu = 1;
 #endif

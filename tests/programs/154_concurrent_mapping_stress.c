@@ -1,3 +1,4 @@
+// HOST-ONLY: checks the CPU plugin's allocation accounting (RUSTOMP_HOST_LEAK_CHECK); on a GPU it is only slow
 // ENV: RUSTOMP_HOST_LEAK_CHECK=1
 // EXPECT-STDERR: rustomp host plugin: device 0: 0 allocations (0 bytes) outstanding
 // 16 host threads x 10 000 target regions over overlapping maps of one device: a shared array

@@ -1,3 +1,4 @@
+// HOST-ONLY: the fault comes from the CPU plugin's fault injection (RUSTOMP_HOST_FAULTS), which GPU plugins do not have
 // ENV: OMP_TARGET_OFFLOAD=default
 // ENV: RUSTOMP_HOST_FAULTS=to:2
 // EXPECT-STDERR: device 0 (host plugin): injected fault: host-to-device copy #2 (4000 bytes to

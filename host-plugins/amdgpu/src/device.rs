@@ -870,6 +870,15 @@ impl Backend for AmdgpuDevice {
         forced && self.props.target.xnack == rustomp_plugin::image::FeatureSetting::On
     }
 
+    /// With XNACK on, the GPU faults host pages in and can use any host address.
+    fn unified_memory(&self) -> std::result::Result<(), String> {
+        if self.props.target.xnack == rustomp_plugin::image::FeatureSetting::On {
+            Ok(())
+        } else {
+            Err(format!("the GPU runs with XNACK off ({}), so it cannot use pageable host memory (run with HSA_XNACK=1 on a GPU that supports it)", self.props.target))
+        }
+    }
+
     fn describe(&self) -> String {
         let p = &self.props;
         format!(

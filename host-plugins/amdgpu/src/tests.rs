@@ -22,6 +22,41 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+/// What the real HSA runtime does, from ROCm's documentation (`hsa.h`, LLVM's AMDGPUUsage) and
+/// from runs against a real runtime, with the test that keeps the fake answering so. A GPU run
+/// that shows a new behaviour adds a line and a test.
+pub const REAL_RUNTIME: &[(&str, &str)] = &[
+    (
+        "hsa_init without /dev/kfd answers HSA_STATUS_ERROR_OUT_OF_RESOURCES (Debian's ROCr \
+         5.2.3 on a machine without an AMD GPU)",
+        "real_runtime_without_a_gpu_reports_no_devices",
+    ),
+    (
+        "hsa_executable_get_symbol_by_name answers HSA_STATUS_ERROR_INVALID_SYMBOL_NAME for a \
+         name the executable does not define (hsa.h)",
+        "kernels_and_variables_are_looked_up_by_kind",
+    ),
+    (
+        "a kernel is the symbol `<name>.kd`, its kernel descriptor, of type \
+         HSA_SYMBOL_KIND_KERNEL (code object v3 and later, AMDGPUUsage); the function symbol \
+         `<name>` is not an executable symbol",
+        "kernels_and_variables_are_looked_up_by_kind",
+    ),
+    (
+        "a kernel that faults completes its dispatch's signal only through the queue's error \
+         callback; waiting on the signal alone would hang",
+        "a_faulting_kernel_fails_its_launch_instead_of_hanging",
+    ),
+];
+
+#[test]
+fn every_real_runtime_behaviour_has_its_test() {
+    let source = include_str!("tests.rs");
+    for (behaviour, test) in REAL_RUNTIME {
+        assert!(source.contains(&format!("fn {test}()")), "{behaviour}: no test `{test}`");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The fake runtime's world
 // ---------------------------------------------------------------------------------------------
@@ -205,6 +240,8 @@ struct Fake {
     host_calls_completed: usize,
     waits: u32,
     watchdog_fired: bool,
+    /// Every name asked of `hsa_executable_get_symbol_by_name`, in order.
+    symbol_lookups: Vec<String>,
 }
 
 impl Fake {
@@ -1162,6 +1199,7 @@ unsafe extern "C" fn hsa_executable_get_symbol_by_name(
         )
     };
     let found = with(|f| {
+        f.symbol_lookups.push(name.clone());
         let e = f
             .executables
             .get(&executable.handle)
@@ -1306,7 +1344,7 @@ fn load(
 
 /// Launches `kernel` of `image` with these argument values.
 fn launch(image: &dyn LoadedImage, kernel: &str, args: &[u64], config: LaunchConfig) -> Result<()> {
-    let symbol = image.symbol(kernel).expect("a kernel of the image");
+    let symbol = image.kernel(kernel)?.expect("a kernel of the image");
     let args: Vec<*mut c_void> = args.iter().map(|&a| a as *mut c_void).collect();
     // SAFETY: the fake kernels never dereference their arguments.
     unsafe { image.launch(symbol, &args, &config) }
@@ -1763,12 +1801,13 @@ fn loading_publishes_the_environment_runs_constructors_and_destroys_the_executab
     );
 
     // Globals and kernels by name.
-    let counter = loaded.symbol("counter").unwrap();
+    let counter = loaded.global("counter").unwrap().unwrap();
     let mut value = [0u8; 4];
     from_device(&*device, &mut value, counter.address as u64).unwrap();
     assert_eq!((counter.size, u32::from_le_bytes(value)), (4, 7));
-    assert_eq!(loaded.symbol("spmd").unwrap().size, 0);
-    assert!(loaded.symbol("missing").is_none());
+    assert!(loaded.kernel("spmd").unwrap().is_some());
+    assert!(loaded.kernel("missing").unwrap().is_none());
+    assert!(loaded.global("missing").unwrap().is_none());
 
     drop(loaded);
     let (fini, count) = last_dispatch("amdgcn.device.fini");
@@ -2233,4 +2272,24 @@ fn real_runtime_without_a_gpu_reports_no_devices() {
         why.starts_with("no HSA runtime") && why.contains("libhsa-runtime64.so.1"),
         "{why}"
     );
+}
+
+#[test]
+fn kernels_and_variables_are_looked_up_by_kind() {
+    let _serial = install(&[MI210]);
+    let (_device, loaded) = load(standard_module(), 0, 1);
+    let _ = with(|f| std::mem::take(&mut f.symbol_lookups));
+    assert!(loaded.kernel("spmd").unwrap().is_some());
+    assert!(loaded.global("counter").unwrap().is_some());
+    assert!(loaded.global("spmd").unwrap().is_none(), "a kernel is no variable");
+    assert!(loaded.kernel("counter").unwrap().is_none(), "a variable is no kernel");
+    assert_eq!(
+        with(|f| f.symbol_lookups.clone()),
+        ["spmd.kd", "counter", "spmd", "counter.kd"],
+        "kernels by their descriptor's name only"
+    );
+    // Any other failure of the lookup is an error with the runtime's words.
+    with(|f| f.fail = Some(("hsa_executable_get_symbol_by_name", STATUS_ERROR_INVALID_EXECUTABLE)));
+    let e = loaded.global("counter").unwrap_err();
+    assert!(e.message.contains("hsa_executable_get_symbol_by_name"), "{}", e.message);
 }

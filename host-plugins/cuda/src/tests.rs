@@ -3,6 +3,39 @@
 //! grid, block and parameter values. This checks what the pure unit tests cannot: what is
 //! written at image load, the indirect table, the launch environment, the geometry handed to
 //! `cuLaunchKernel`, memory kinds, and how driver failures are reported.
+//!
+//! The fake answers as the real driver does wherever a GPU run showed how it answers (the
+//! first run on an H200 with driver 580 / CUDA 13.0 found that every test had trusted a fake
+//! that answered one call differently, and no kernel could launch). Each such behaviour is
+//! written down in [`REAL_DRIVER`] and checked by a test named after it; a GPU run that shows
+//! a new behaviour adds a line there and a test.
+
+/// What real drivers were seen to do, and the test that keeps the fake (and so the plugin)
+/// honest about it.
+pub const REAL_DRIVER: &[(&str, &str)] = &[
+    (
+        "cuModuleGetGlobal on the name of a kernel answers CUDA_ERROR_INVALID_VALUE, not \
+         CUDA_ERROR_NOT_FOUND (H200, driver 580)",
+        "a_kernels_name_is_not_a_global_to_the_driver",
+    ),
+    (
+        "cuModuleGetGlobal and cuModuleGetFunction on a name the module does not define answer \
+         CUDA_ERROR_NOT_FOUND (500) (H200, driver 580)",
+        "kernels_and_globals_are_looked_up_by_kind",
+    ),
+    (
+        "cuLaunchKernel reads kernelParams as far as the kernel declares parameters: fewer \
+         pointers than that read past the array and the host process dies of SIGSEGV inside \
+         the driver (H200, driver 580: programs 115, 117, 119, 121, 122, 130); LLVM passes one \
+         buffer (CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE), whose size the driver checks",
+        "a_launch_that_disagrees_with_the_kernels_parameters_is_refused",
+    ),
+    (
+        "cuFuncGetParamInfo answers CUDA_ERROR_INVALID_VALUE for an index past the last \
+         parameter (CUDA 12.4+, documented in cuda.h)",
+        "parameters_come_from_the_driver_or_the_image",
+    ),
+];
 
 use crate::driver::sys::{
     Api, CUcontext, CUdevice, CUdeviceptr, CUfunction, CUmodule, CUresult, CUstream,
@@ -56,6 +89,8 @@ struct Launch {
     launch_env: Vec<u8>,
     /// For a kernel without parameters: the pointers between `__init_array_start` and `_end`.
     init_array: Vec<u64>,
+    /// Whether the parameters came as one buffer (`extra`) rather than `kernelParams`.
+    as_buffer: bool,
 }
 
 #[derive(Default)]
@@ -72,12 +107,20 @@ struct Fake {
     host_allocs: HashMap<u64, usize>,
     managed_allocs: HashMap<u64, usize>,
     launches: Vec<Launch>,
-    /// Fail the next call of this entry point with this code.
+    /// Fail the next call of this entry point with this code (after `fail_skip` calls).
     fail: Option<(&'static str, CUresult)>,
+    fail_skip: usize,
+    /// Every copy: (entry point, source, destination, bytes).
+    copies: Vec<(&'static str, u64, u64, usize)>,
     current_context: usize,
     limits: Vec<(c_int, usize)>,
     /// The port a running fake kernel posted a host call to, until the plugin served it.
     host_call_pending: Option<u64>,
+    /// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS` (HMM or ATS); the H200 VM had none.
+    pageable_memory_access: bool,
+    /// Every name asked of `cuModuleGetGlobal` and `cuModuleGetFunction`, in order.
+    global_lookups: Vec<String>,
+    function_lookups: Vec<String>,
 }
 
 static FAKE: Mutex<Option<Fake>> = Mutex::new(None);
@@ -95,6 +138,10 @@ fn with<T>(f: impl FnOnce(&mut Fake) -> T) -> T {
 /// `Some(code)` when the test asked `call` to fail now.
 fn failing(call: &'static str) -> Option<CUresult> {
     with(|f| match f.fail {
+        Some((c, _)) if c == call && f.fail_skip > 0 => {
+            f.fail_skip -= 1;
+            None
+        }
         Some((c, code)) if c == call => {
             f.fail = None;
             Some(code)
@@ -147,7 +194,9 @@ unsafe extern "C" fn device_get_attribute(
 ) -> CUresult {
     use crate::driver::sys::device_attribute as a;
     let (major, minor) = with(|f| f.capability);
+    let pageable = with(|f| f.pageable_memory_access);
     let value = match attribute {
+        a::PAGEABLE_MEMORY_ACCESS => i32::from(pageable),
         a::COMPUTE_CAPABILITY_MAJOR => major,
         a::COMPUTE_CAPABILITY_MINOR => minor,
         a::MULTIPROCESSOR_COUNT => 132,
@@ -175,6 +224,7 @@ unsafe extern "C" fn device_total_mem(bytes: *mut usize, _d: CUdevice) -> CUresu
 }
 unsafe extern "C" fn get_error_name(code: CUresult, out: *mut *const c_char) -> CUresult {
     let name: &'static CStr = match code {
+        INVALID_VALUE => c"CUDA_ERROR_INVALID_VALUE",
         OUT_OF_MEMORY => c"CUDA_ERROR_OUT_OF_MEMORY",
         NO_DEVICE => c"CUDA_ERROR_NO_DEVICE",
         NOT_FOUND => c"CUDA_ERROR_NOT_FOUND",
@@ -187,6 +237,7 @@ unsafe extern "C" fn get_error_name(code: CUresult, out: *mut *const c_char) -> 
 }
 unsafe extern "C" fn get_error_string(code: CUresult, out: *mut *const c_char) -> CUresult {
     let text: &'static CStr = match code {
+        INVALID_VALUE => c"invalid argument",
         OUT_OF_MEMORY => c"out of memory",
         ILLEGAL_ADDRESS => c"an illegal memory access was encountered",
         _ => return INVALID_VALUE,
@@ -320,6 +371,10 @@ unsafe extern "C" fn memcpy_htod(
     bytes: usize,
     _s: CUstream,
 ) -> CUresult {
+    if let Some(code) = failing("cuMemcpyHtoDAsync_v2") {
+        return code;
+    }
+    with(|f| f.copies.push(("cuMemcpyHtoDAsync_v2", src as u64, dst, bytes)));
     // SAFETY: fake device memory is host memory; the plugin passes valid ranges.
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
     OK
@@ -330,6 +385,10 @@ unsafe extern "C" fn memcpy_dtoh(
     bytes: usize,
     _s: CUstream,
 ) -> CUresult {
+    if let Some(code) = failing("cuMemcpyDtoHAsync_v2") {
+        return code;
+    }
+    with(|f| f.copies.push(("cuMemcpyDtoHAsync_v2", src, dst as u64, bytes)));
     // SAFETY: as above.
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
     OK
@@ -399,7 +458,11 @@ unsafe extern "C" fn module_get_function(
     let name = unsafe { CStr::from_ptr(name) }
         .to_string_lossy()
         .into_owned();
+    if let Some(code) = failing("cuModuleGetFunction") {
+        return code;
+    }
     match with(|f| {
+        f.function_lookups.push(name.clone());
         f.modules
             .get(&(m as usize))
             .and_then(|module| module.kernels.get(&name).copied())
@@ -422,12 +485,20 @@ unsafe extern "C" fn module_get_global(
     let name = unsafe { CStr::from_ptr(name) }
         .to_string_lossy()
         .into_owned();
-    match with(|f| {
-        f.modules
-            .get(&(m as usize))
-            .and_then(|module| module.globals.get(&name).copied())
-    }) {
-        Some((address, size)) => {
+    if let Some(code) = failing("cuModuleGetGlobal_v2") {
+        return code;
+    }
+    let found = with(|f| {
+        f.global_lookups.push(name.clone());
+        let module = f.modules.get(&(m as usize))?;
+        // The real driver's answer for the name of a function (see REAL_DRIVER).
+        if module.kernels.contains_key(&name) {
+            return Some(Err(INVALID_VALUE));
+        }
+        Some(module.globals.get(&name).copied().ok_or(NOT_FOUND))
+    });
+    match found {
+        Some(Ok((address, size))) => {
             // SAFETY: as above.
             unsafe {
                 *p = address;
@@ -435,8 +506,38 @@ unsafe extern "C" fn module_get_global(
             }
             OK
         }
-        None => NOT_FOUND,
+        Some(Err(code)) => code,
+        None => 400,
     }
+}
+/// The fake kernel behind a function handle.
+fn kernel_of(function: CUfunction) -> Option<FakeKernel> {
+    with(|f| f.functions.get(&(function as usize)).cloned())
+}
+unsafe extern "C" fn func_get_param_count(function: CUfunction, count: *mut usize) -> CUresult {
+    let Some(kernel) = kernel_of(function) else { return 400 };
+    // SAFETY: the plugin passes a live out-pointer.
+    unsafe { *count = kernel.params };
+    OK
+}
+unsafe extern "C" fn func_get_param_info(
+    function: CUfunction,
+    index: usize,
+    offset: *mut usize,
+    size: *mut usize,
+) -> CUresult {
+    let Some(kernel) = kernel_of(function) else { return 400 };
+    if index >= kernel.params {
+        return INVALID_VALUE;
+    }
+    // SAFETY: as above; `size` may be null (cuda.h).
+    unsafe {
+        *offset = 8 * index;
+        if !size.is_null() {
+            *size = 8;
+        }
+    }
+    OK
 }
 unsafe extern "C" fn func_get_attribute(
     v: *mut c_int,
@@ -466,18 +567,51 @@ unsafe extern "C" fn launch_kernel(
     shared: c_uint,
     _stream: CUstream,
     params: *mut *mut c_void,
-    _extra: *mut *mut c_void,
+    extra: *mut *mut c_void,
 ) -> CUresult {
     if let Some(code) = failing("cuLaunchKernel") {
         return code;
     }
-    let Some(kernel) = with(|f| f.functions.get(&(function as usize)).cloned()) else {
+    let Some(kernel) = kernel_of(function) else {
         return 400;
     };
-    // SAFETY: the plugin passes one pointer to a u64 per parameter; the kernel takes `params`.
-    let values: Vec<u64> = (0..kernel.params)
-        .map(|i| unsafe { *(*params.add(i) as *const u64) })
-        .collect();
+    let as_buffer = !extra.is_null();
+    let values: Vec<u64> = if as_buffer {
+        // `extra`: key/value pairs up to CU_LAUNCH_PARAM_END (0); the buffer's size must be
+        // the kernel's parameter size, else CUDA_ERROR_INVALID_VALUE.
+        let (mut buffer, mut size) = (std::ptr::null::<u8>(), None);
+        let mut at = 0;
+        loop {
+            // SAFETY: the plugin's array ends with CU_LAUNCH_PARAM_END.
+            let key = unsafe { *extra.add(at) } as usize;
+            if key == 0 {
+                break;
+            }
+            // SAFETY: every key but the end has a value after it.
+            let value = unsafe { *extra.add(at + 1) };
+            match key {
+                1 => buffer = value as *const u8,
+                // SAFETY: the value of CU_LAUNCH_PARAM_BUFFER_SIZE points at a size_t.
+                2 => size = Some(unsafe { *(value as *const usize) }),
+                _ => return INVALID_VALUE,
+            }
+            at += 2;
+        }
+        if size != Some(8 * kernel.params) || (kernel.params > 0 && buffer.is_null()) {
+            return INVALID_VALUE;
+        }
+        (0..kernel.params)
+            // SAFETY: the buffer holds `size` bytes, checked above.
+            .map(|i| unsafe { (buffer.add(8 * i) as *const u64).read_unaligned() })
+            .collect()
+    } else {
+        // As the real driver: one pointer per parameter the kernel declares, however many the
+        // caller's array holds (see REAL_DRIVER); a short array is read past its end.
+        (0..kernel.params)
+            // SAFETY: only if the caller passed enough: what this fake exists to expose.
+            .map(|i| unsafe { *(*params.add(i) as *const u64) })
+            .collect()
+    };
     let mut launch_env = vec![0u8; 16];
     let mut init_array = Vec::new();
     if let Some(&env) = values.first() {
@@ -532,13 +666,17 @@ unsafe extern "C" fn launch_kernel(
             params: values,
             launch_env,
             init_array,
+            as_buffer,
         })
     });
     OK
 }
 
-fn api() -> &'static Api {
-    static API: Api = Api {
+/// The fake driver's table; `$param_queries` says whether it is new enough (CUDA 12.4+) to
+/// answer `cuFuncGetParamInfo` and `cuFuncGetParamCount`.
+macro_rules! fake_api {
+    ($param_queries:expr) => {
+        Api {
         init,
         driver_get_version,
         device_get_count,
@@ -573,7 +711,20 @@ fn api() -> &'static Api {
         func_get_attribute,
         func_set_attribute,
         launch_kernel,
+        func_get_param_info: if $param_queries { Some(func_get_param_info) } else { None },
+        func_get_param_count: if $param_queries { Some(func_get_param_count) } else { None },
+        }
     };
+}
+
+fn api() -> &'static Api {
+    static API: Api = fake_api!(true);
+    &API
+}
+
+/// A driver before CUDA 12.4: no parameter queries.
+fn api_without_parameter_queries() -> &'static Api {
+    static API: Api = fake_api!(false);
     &API
 }
 
@@ -770,15 +921,16 @@ fn loading_an_image_publishes_the_device_environment_and_indirect_table() {
     assert_eq!(devices, vec![0xa, 0xb, 0xc]);
 
     // Globals and kernels by name.
-    let counter = loaded.symbol("counter").unwrap();
+    let counter = loaded.global("counter").unwrap().unwrap();
     assert_eq!(counter.size, 4);
     let mut value = 0u32;
     // SAFETY: `counter` is a 4-byte device global of this device.
     unsafe { device.copy_from_device(&mut value as *mut u32 as *mut c_void, counter.address, 4) }
         .unwrap();
     assert_eq!(value, 7);
-    assert_eq!(loaded.symbol("spmd").unwrap().size, 0);
-    assert!(loaded.symbol("missing").is_none());
+    assert!(loaded.kernel("spmd").unwrap().is_some());
+    assert!(loaded.kernel("missing").unwrap().is_none());
+    assert!(loaded.global("missing").unwrap().is_none());
     drop(loaded);
     assert!(
         with(|f| f.modules.is_empty()),
@@ -794,10 +946,10 @@ fn launches_get_llvm_geometry_and_a_launch_environment() {
     let device = plugin.open_device(0, 0, 1).unwrap();
     let bytes = cubin(90);
     let loaded = device.load_image(&image(&bytes)).unwrap();
-    let spmd = loaded.symbol("spmd").unwrap();
-    let generic = loaded.symbol("generic").unwrap();
-    let reduce = loaded.symbol("reduce").unwrap();
-    let plain = loaded.symbol("plain").unwrap();
+    let spmd = loaded.kernel("spmd").unwrap().unwrap();
+    let generic = loaded.kernel("generic").unwrap().unwrap();
+    let reduce = loaded.kernel("reduce").unwrap().unwrap();
+    let plain = loaded.kernel("plain").unwrap().unwrap();
 
     let args = [0x1111 as *mut c_void, 42 as *mut c_void];
     let loop_of_128 = LaunchConfig {
@@ -933,7 +1085,7 @@ fn memory_kinds_copies_and_driver_errors() {
 
     let bytes = cubin(90);
     let loaded = device.load_image(&image(&bytes)).unwrap();
-    let spmd = loaded.symbol("spmd").unwrap();
+    let spmd = loaded.kernel("spmd").unwrap().unwrap();
     let args = [std::ptr::null_mut(), std::ptr::null_mut()];
     // SAFETY: the fake kernel takes these parameters.
     unsafe { loaded.launch(spmd, &args, &Default::default()) }.unwrap();
@@ -959,18 +1111,13 @@ fn memory_kinds_copies_and_driver_errors() {
         "{}",
         e.message
     );
+    // A kernel handle of another image is not a kernel of this one.
+    let other = device.load_image(&image(&bytes)).unwrap();
+    let foreign = other.kernel("spmd").unwrap().unwrap();
     // SAFETY: as above.
-    let e = unsafe {
-        loaded.launch(
-            rustomp_plugin::Symbol {
-                address: 0x42 as *mut c_void,
-                size: 0,
-            },
-            &[],
-            &Default::default(),
-        )
-    };
+    let e = unsafe { loaded.launch(foreign, &args, &Default::default()) };
     assert_eq!(e.unwrap_err().kind, ErrorKind::InvalidArgument);
+    drop(other);
 
     let truncated = &bytes[..40];
     assert_eq!(
@@ -1061,7 +1208,7 @@ fn kernels_call_host_functions_through_the_port() {
         with(|f| f.host_allocs.contains_key(&port)),
         "the port is pinned host memory"
     );
-    let caller = loaded.symbol("host_caller").unwrap();
+    let caller = loaded.kernel("host_caller").unwrap().unwrap();
     // SAFETY: the fake kernel takes no arguments beyond the launch environment.
     unsafe { loaded.launch(caller, &[], &Default::default()) }.unwrap();
     // SAFETY: the port lives while the image is loaded.
@@ -1076,4 +1223,226 @@ fn kernels_call_host_functions_through_the_port() {
         !with(|f| f.host_allocs.contains_key(&port)),
         "the port is freed with the image"
     );
+}
+
+#[test]
+fn every_real_driver_behaviour_has_its_test() {
+    let source = include_str!("tests.rs");
+    for (behaviour, test) in REAL_DRIVER {
+        assert!(source.contains(&format!("fn {test}()")), "{behaviour}: no test `{test}`");
+    }
+}
+
+/// A plugin, device and loaded image over the fake driver with `module`.
+fn load_with(
+    api: &'static Api,
+    module: ModuleSpec,
+    bytes: &[u8],
+) -> (Box<dyn rustomp_plugin::Device>, Box<dyn rustomp_plugin::LoadedImage>) {
+    with(|f| f.next_module = module);
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api));
+    let device = plugin.open_device(0, 0, 1).unwrap();
+    let loaded = device.load_image(&image(bytes)).unwrap();
+    (device, loaded)
+}
+
+#[test]
+fn a_kernels_name_is_not_a_global_to_the_driver() {
+    let _serial = install((9, 0));
+    let (_device, loaded) = load_with(api(), standard_module(), &cubin(90));
+    let spmd = loaded
+        .kernel("spmd")
+        .unwrap()
+        .expect("a kernel is found with cuModuleGetFunction alone");
+    let args = [std::ptr::null_mut(), std::ptr::null_mut()];
+    // SAFETY: the fake kernel takes the launch environment and two values.
+    unsafe { loaded.launch(spmd, &args, &Default::default()) }.unwrap();
+    assert_eq!(with(|f| f.launches.len()), 1);
+    assert!(
+        !with(|f| f.global_lookups.iter().any(|n| n == "spmd")),
+        "a kernel's name is never asked of cuModuleGetGlobal"
+    );
+    // Asked for one anyway, the answer is the driver's own, not "not in the image".
+    let e = loaded.global("spmd").unwrap_err();
+    assert!(
+        e.message.contains("cuModuleGetGlobal_v2 failed: CUDA_ERROR_INVALID_VALUE (invalid argument)")
+            && e.message.contains("looking up global spmd"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn kernels_and_globals_are_looked_up_by_kind() {
+    let _serial = install((9, 0));
+    let (_device, loaded) = load_with(api(), standard_module(), &cubin(90));
+    assert!(loaded.kernel("nothing").unwrap().is_none(), "CUDA_ERROR_NOT_FOUND: no such kernel");
+    assert!(loaded.global("nothing").unwrap().is_none(), "CUDA_ERROR_NOT_FOUND: no such global");
+    assert_eq!(loaded.global("counter").unwrap().unwrap().size, 4);
+    let globals = ["counter", "__omp_rtl_device_environment", "spmd_kernel_environment"];
+    assert!(
+        !with(|f| f.function_lookups.iter().any(|n| globals.contains(&n.as_str()))),
+        "globals are never asked of cuModuleGetFunction"
+    );
+    // Any other failure of a lookup is an error with the driver's words, never "missing".
+    with(|f| f.fail = Some(("cuModuleGetGlobal_v2", 201)));
+    let e = loaded.global("counter").unwrap_err();
+    assert!(e.message.contains("cuModuleGetGlobal_v2 failed: CUDA_ERROR_INVALID_CONTEXT"), "{}", e.message);
+    with(|f| f.fail = Some(("cuModuleGetFunction", 201)));
+    let e = loaded.kernel("spmd").unwrap_err();
+    assert!(
+        e.message.contains("looking up kernel spmd") && e.message.contains("cuModuleGetFunction failed"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn a_launch_that_disagrees_with_the_kernels_parameters_is_refused() {
+    let _serial = install((9, 0));
+    let mut module = standard_module();
+    module.kernels.push(FakeKernel { name: "wide".into(), params: 8 });
+    let (_device, loaded) = load_with(api(), module, &cubin(90));
+    let wide = loaded.kernel("wide").unwrap().unwrap();
+    // Program 115's shape: the kernel declares 8 parameters, the host passes 6 values.
+    let short = [std::ptr::null_mut(); 5];
+    // SAFETY: refused before the driver sees it (what the test checks).
+    let e = unsafe { loaded.launch(wide, &short, &Default::default()) }.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::LaunchFailed);
+    assert!(
+        e.message.starts_with("device 0 (cuda plugin): mismatch in kernel arguments: kernel wide declares 8 parameter(s) (64 bytes) but the program passed 6 (48 bytes: the launch environment and 5 argument(s)); not launched"),
+        "{}",
+        e.message
+    );
+    assert!(with(|f| f.launches.is_empty()), "never handed to the driver");
+    // Too many is refused too (the kernel would ignore some of what the region captured).
+    let long = [std::ptr::null_mut(); 8];
+    // SAFETY: as above.
+    assert!(unsafe { loaded.launch(wide, &long, &Default::default()) }.is_err());
+    // The right number launches, as one buffer of the kernel's parameter size.
+    let right: Vec<*mut c_void> = (1..=7).map(|v| v as *mut c_void).collect();
+    // SAFETY: the fake kernel takes the launch environment and these 7 values.
+    unsafe { loaded.launch(wide, &right, &Default::default()) }.unwrap();
+    let launches = with(|f| f.launches.clone());
+    assert_eq!(launches.len(), 1);
+    assert!(launches[0].as_buffer, "parameters in one CU_LAUNCH_PARAM_BUFFER_POINTER buffer");
+    assert_eq!(&launches[0].params[1..], &[1, 2, 3, 4, 5, 6, 7]);
+}
+
+#[test]
+fn parameters_come_from_the_driver_or_the_image() {
+    // A driver before CUDA 12.4 cannot say: the cubin's `.nv.info` records do. The image is a
+    // real one (plugin/tests/fixtures): main_l7 takes 4 parameters, main_l9 takes 2.
+    let _serial = install((9, 0));
+    let (l7, l9) = ("__omp_offloading_fe00_51c003_main_l7", "__omp_offloading_fe00_51c003_main_l9");
+    let module = ModuleSpec {
+        globals: vec![("__omp_rtl_device_environment".into(), vec![0; 48])],
+        kernels: vec![
+            FakeKernel { name: l7.into(), params: 4 },
+            FakeKernel { name: l9.into(), params: 2 },
+        ],
+    };
+    let real = include_bytes!("../../plugin/tests/fixtures/kernels.sm_90.cubin");
+    let (_device, loaded) = load_with(api_without_parameter_queries(), module.clone(), real);
+    let kernel = loaded.kernel(l7).unwrap().unwrap();
+    let two = [std::ptr::null_mut(); 2];
+    // SAFETY: refused before the driver sees it.
+    let e = unsafe { loaded.launch(kernel, &two, &Default::default()) }.unwrap_err();
+    assert!(e.message.contains(&format!("kernel {l7} declares 4 parameter(s) (32 bytes)")), "{}", e.message);
+    let three = [std::ptr::null_mut(); 3];
+    // SAFETY: the fake kernel takes the launch environment and three values.
+    unsafe { loaded.launch(kernel, &three, &Default::default()) }.unwrap();
+    drop(loaded);
+
+    // A new driver answers itself, also for an image that states nothing (a bare cubin).
+    let _ = with(|f| std::mem::take(&mut f.launches));
+    let (_device, loaded) = load_with(api(), module.clone(), &cubin(90));
+    let kernel = loaded.kernel(l9).unwrap().unwrap();
+    // SAFETY: refused before the driver sees it.
+    let e = unsafe { loaded.launch(kernel, &three, &Default::default()) }.unwrap_err();
+    assert!(e.message.contains(&format!("kernel {l9} declares 2 parameter(s) (16 bytes)")), "{}", e.message);
+    drop(loaded);
+
+    // Neither says (an old driver, a bare image): launched as given; the driver checks the
+    // buffer's size itself.
+    let (_device, loaded) = load_with(api_without_parameter_queries(), module, &cubin(90));
+    let kernel = loaded.kernel(l9).unwrap().unwrap();
+    // SAFETY: refused by the fake driver (the buffer is not the kernel's size).
+    let e = unsafe { loaded.launch(kernel, &three, &Default::default()) }.unwrap_err();
+    assert!(e.message.contains("cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE"), "{}", e.message);
+}
+
+#[test]
+fn unified_shared_memory_needs_a_gpu_that_reads_pageable_memory() {
+    let _serial = install((9, 0));
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
+    let why = plugin.open_device(0, 0, 1).unwrap().unified_memory().unwrap_err();
+    assert!(why.contains("CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS is 0"), "{why}");
+    drop(plugin);
+    with(|f| f.pageable_memory_access = true);
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
+    assert!(plugin.open_device(0, 0, 1).unwrap().unified_memory().is_ok());
+}
+
+#[test]
+fn large_pageable_copies_go_through_pinned_buffers() {
+    let _serial = install((9, 0));
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
+    let device = plugin.open_device(0, 0, 1).unwrap();
+    // Not a multiple of anything: the last chunk is short.
+    let bytes = (20 << 20) + 13;
+    let input: Vec<u8> = (0..bytes).map(|i| (i * 7 + i / 4096) as u8).collect();
+    let mut output = vec![0u8; bytes];
+    let d = device.alloc(bytes, AllocKind::Device).unwrap();
+    // SAFETY: host buffers and a device allocation of `bytes`.
+    unsafe {
+        device.copy_to_device(d, input.as_ptr() as *const c_void, bytes).unwrap();
+        device.copy_from_device(output.as_mut_ptr() as *mut c_void, d, bytes).unwrap();
+    }
+    assert!(input == output, "the data survives the round trip");
+    let (copies, pinned) = with(|f| (std::mem::take(&mut f.copies), f.host_allocs.clone()));
+    let in_pinned = |address: u64| pinned.iter().any(|(&a, &n)| address >= a && address < a + n as u64);
+    for (call, src, dst, n) in &copies {
+        let host = if *call == "cuMemcpyHtoDAsync_v2" { *src } else { *dst };
+        assert!(in_pinned(host), "{call} of {n} bytes from/to pageable memory");
+        assert!(*n <= 8 << 20, "chunks of at most a buffer");
+    }
+    let total = |call: &str| copies.iter().filter(|c| c.0 == call).map(|c| c.3).sum::<usize>();
+    assert_eq!((total("cuMemcpyHtoDAsync_v2"), total("cuMemcpyDtoHAsync_v2")), (bytes, bytes));
+    assert!(copies.len() >= 6, "pipelined in chunks: {} copies", copies.len());
+
+    // Small copies, and copies of memory the device allocated pinned, go straight.
+    let small = vec![1u8; (1 << 20) - 1];
+    let pinned_host = device.alloc(4 << 20, AllocKind::Host).unwrap();
+    // SAFETY: as above; the pinned allocation holds 4 MiB.
+    unsafe {
+        device.copy_to_device(d, small.as_ptr() as *const c_void, small.len()).unwrap();
+        device.copy_to_device(d, pinned_host, 4 << 20).unwrap();
+    }
+    let copies = with(|f| std::mem::take(&mut f.copies));
+    assert_eq!(copies.iter().map(|c| (c.1, c.3)).collect::<Vec<_>>(), [(small.as_ptr() as u64, small.len()), (pinned_host as u64, 4 << 20)]);
+
+    // A failure midway is reported, does not hang, and leaves the ring usable.
+    with(|f| {
+        f.fail = Some(("cuMemcpyHtoDAsync_v2", ILLEGAL_ADDRESS));
+        f.fail_skip = 2;
+    });
+    // SAFETY: as above.
+    let e = unsafe { device.copy_to_device(d, input.as_ptr() as *const c_void, bytes) }.unwrap_err();
+    assert!(e.message.contains("CUDA_ERROR_ILLEGAL_ADDRESS") && e.message.contains(&format!("copy of {bytes} bytes")), "{}", e.message);
+    with(|f| {
+        f.fail = Some(("cuMemcpyDtoHAsync_v2", ILLEGAL_ADDRESS));
+        f.fail_skip = 1;
+    });
+    // SAFETY: as above.
+    assert!(unsafe { device.copy_from_device(output.as_mut_ptr() as *mut c_void, d, bytes) }.is_err());
+    output.fill(0);
+    // SAFETY: as above.
+    unsafe {
+        device.copy_to_device(d, input.as_ptr() as *const c_void, bytes).unwrap();
+        device.copy_from_device(output.as_mut_ptr() as *mut c_void, d, bytes).unwrap();
+        device.free(d, AllocKind::Device).unwrap();
+        device.free(pinned_host, AllocKind::Host).unwrap();
+    }
+    assert!(input == output);
 }

@@ -553,7 +553,7 @@ fn dynamic_refs(entry: &MapEntry) -> String {
 /// unified_shared_memory` on a device that reaches host memory (unless `close`), or the
 /// device's automatic zero-copy (LLVM's AMD APU mode, `OMPX_APU_MAPS`).
 fn zero_copy(device: &DeviceState, kind: MapType) -> bool {
-    let usm = crate::runtime::runtime().requires_unified_shared_memory() && device.backend.shares_host_memory();
+    let usm = crate::runtime::runtime().requires_unified_shared_memory() && device.backend.unified_memory().is_ok();
     (usm && !kind.contains(MapType::CLOSE)) || device.backend.uses_auto_zero_copy()
 }
 

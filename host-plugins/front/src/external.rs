@@ -47,9 +47,11 @@
 
 use crate::diag::{self, debug, info};
 use core::ffi::{c_char, c_void};
+use core::ptr::NonNull;
 use rustomp_abi::{DeviceImage, OffloadEntry};
 use rustomp_plugin::{
-    AllocKind, Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin, Result, Symbol,
+    AllocKind, Device, DeviceGlobal, ErrorKind, ImageInfo, KernelHandle, LaunchConfig, LoadedImage, OffloadError,
+    Plugin, Result,
 };
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString};
@@ -462,18 +464,26 @@ unsafe impl Send for ExternalImage {}
 unsafe impl Sync for ExternalImage {}
 
 impl LoadedImage for ExternalImage {
-    fn symbol(&self, name: &str) -> Option<Symbol> {
-        let &(address, size) = self.symbols.get(name)?;
-        (address != 0).then_some(Symbol { address: address as *mut c_void, size })
+    fn find_kernel(&self, name: &str) -> Result<Option<NonNull<c_void>>> {
+        // The RTL's loaded table: kernels are its entries of size 0.
+        Ok(self.symbols.get(name).filter(|&&(_, size)| size == 0).and_then(|&(address, _)| NonNull::new(address as *mut c_void)))
     }
 
-    unsafe fn launch(&self, kernel: Symbol, args: &[*mut c_void], config: &LaunchConfig) -> Result<()> {
+    fn global(&self, name: &str) -> Result<Option<DeviceGlobal>> {
+        Ok(self
+            .symbols
+            .get(name)
+            .filter(|&&(address, size)| size > 0 && address != 0)
+            .map(|&(address, size)| DeviceGlobal { address: address as *mut c_void, size }))
+    }
+
+    unsafe fn launch(&self, kernel: KernelHandle, args: &[*mut c_void], config: &LaunchConfig) -> Result<()> {
         let teams = i32::try_from(config.num_teams).unwrap_or(i32::MAX);
         let threads = i32::try_from(config.thread_limit).unwrap_or(i32::MAX);
         // SAFETY: the caller guarantees the kernel (from this image's table) takes these values.
-        let rc = unsafe { self.rtl.run_target_team_region(self.name.index, kernel.address, args, teams, threads) };
+        let rc = unsafe { self.rtl.run_target_team_region(self.name.index, kernel.raw(), args, teams, threads) };
         if rc != 0 {
-            let what = format!("of the entry at {:p} ({} arguments) returned {rc}", kernel.address, args.len());
+            let what = format!("of the entry at {:p} ({} arguments) returned {rc}", kernel.raw(), args.len());
             return Err(self.rtl.failed(ErrorKind::LaunchFailed, "__tgt_rtl_run_target_team_region", &self.name, what));
         }
         Ok(())

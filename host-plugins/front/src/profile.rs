@@ -13,9 +13,12 @@
 //! each call. Without either variable no device is wrapped and nothing is recorded.
 
 use crate::diag;
-use rustomp_plugin::{layout, AllocKind, Device, ImageInfo, LaunchConfig, LoadedImage, Result, Symbol};
+use rustomp_plugin::{
+    layout, AllocKind, Device, DeviceGlobal, ImageInfo, KernelHandle, LaunchConfig, LoadedImage, Result,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
+use std::ptr::NonNull;
 use std::fmt::Write as _;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -331,6 +334,9 @@ impl Device for Observed {
     fn uses_auto_zero_copy(&self) -> bool {
         self.inner.uses_auto_zero_copy()
     }
+    fn unified_memory(&self) -> std::result::Result<(), String> {
+        self.inner.unified_memory()
+    }
     fn describe(&self) -> String {
         self.inner.describe()
     }
@@ -354,14 +360,20 @@ struct ObservedImage {
 }
 
 impl LoadedImage for ObservedImage {
-    fn symbol(&self, name: &str) -> Option<Symbol> {
-        let symbol = self.inner.symbol(name)?;
-        self.names.lock().unwrap_or_else(|e| e.into_inner()).insert(symbol.address as usize, name.to_string());
-        Some(symbol)
+    fn find_kernel(&self, name: &str) -> Result<Option<NonNull<c_void>>> {
+        let Some(kernel) = self.inner.kernel(name)? else {
+            return Ok(None);
+        };
+        self.names.lock().unwrap_or_else(|e| e.into_inner()).insert(kernel.raw() as usize, name.to_string());
+        // The inner image's own value: the handle made from it launches the inner kernel.
+        Ok(NonNull::new(kernel.raw()))
     }
-    unsafe fn launch(&self, kernel: Symbol, args: &[*mut c_void], config: &LaunchConfig) -> Result<()> {
-        let name = self.names.lock().unwrap_or_else(|e| e.into_inner()).get(&(kernel.address as usize)).cloned();
-        let name = name.unwrap_or_else(|| format!("kernel at {:p}", kernel.address));
+    fn global(&self, name: &str) -> Result<Option<DeviceGlobal>> {
+        self.inner.global(name)
+    }
+    unsafe fn launch(&self, kernel: KernelHandle, args: &[*mut c_void], config: &LaunchConfig) -> Result<()> {
+        let name = self.names.lock().unwrap_or_else(|e| e.into_inner()).get(&(kernel.raw() as usize)).cloned();
+        let name = name.unwrap_or_else(|| format!("kernel at {:p}", kernel.raw()));
         let start = Instant::now();
         // SAFETY: forwarded from the caller.
         let launched = unsafe { self.inner.launch(kernel, args, config) };

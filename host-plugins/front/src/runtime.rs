@@ -13,7 +13,8 @@ use rustomp_plugin::image;
 use rustomp_plugin::layout::IndirectTable;
 use rustomp_plugin::mapping::{MapEntry, MappingTable};
 use rustomp_plugin::{
-    Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin, Result, Symbol,
+    Device, DeviceGlobal, ErrorKind, ImageInfo, KernelHandle, LaunchConfig, LoadedImage, OffloadError, Plugin,
+    Result,
 };
 use std::collections::{HashMap, HashSet};
 use std::ffi::CStr;
@@ -71,7 +72,7 @@ struct RawImage {
 unsafe impl Send for Library {}
 
 /// A target region's kernel on one device: its image, entry point and name.
-pub type BoundKernel = (Arc<dyn LoadedImage>, Symbol, Arc<str>);
+pub type BoundKernel = (Arc<dyn LoadedImage>, KernelHandle, Arc<str>);
 
 pub struct DeviceState {
     pub id: usize,
@@ -97,7 +98,7 @@ struct LoadedLibrary {
     image: Arc<dyn LoadedImage>,
     kernels: Vec<usize>,
     globals: Vec<usize>,
-    destructors: Vec<Symbol>,
+    destructors: Vec<KernelHandle>,
 }
 
 impl DeviceState {
@@ -441,6 +442,16 @@ impl Runtime {
             (slots[state.id].plugin, slots[state.id].index)
         };
         let plugin = &self.plugins[plugin_index];
+        if self.requires_unified_shared_memory() {
+            // As LLVM's: a program that requires unified shared memory cannot run where device
+            // code cannot use host addresses; say why instead of faulting in its kernels.
+            if let Err(why) = state.backend.unified_memory() {
+                return Err(OffloadError::new(
+                    ErrorKind::DeviceUnavailable,
+                    format!("device {} ({} plugin) cannot run a program that requires unified_shared_memory: {why}", state.id, plugin.name()),
+                ));
+            }
+        }
         for library in libraries.iter() {
             if images.per_library.iter().any(|l| l.library == library.id) {
                 continue;
@@ -505,14 +516,20 @@ impl Runtime {
             let name = unsafe { CStr::from_ptr(entry.symbol_name) }
                 .to_string_lossy()
                 .into_owned();
-            let missing = || {
+            // Each entry by its kind, as LLVM's plugins: size 0 is a function (kernel,
+            // constructor, destructor), anything else a global (for an indirect function, the
+            // device global holding its address).
+            let missing = |kind: &str| {
                 OffloadError::new(
                     ErrorKind::SymbolNotFound,
-                    format!("device {}: symbol '{name}' of the registered program is not in its device image", state.id),
+                    format!("device {}: {kind} '{name}' of the registered program is not in its device image", state.id),
                 )
             };
+            let lookup_failed = |e: OffloadError| e.context(format_args!("device {}: looking up '{name}' of the registered program", state.id));
+            let kernel = || -> Result<KernelHandle> { image.kernel(&name).map_err(lookup_failed)?.ok_or_else(|| missing("kernel")) };
+            let global = || -> Result<DeviceGlobal> { image.global(&name).map_err(lookup_failed)?.ok_or_else(|| missing("global")) };
             if flags.intersects(EntryFlags::INDIRECT | EntryFlags::INDIRECT_VTABLE) {
-                let symbol = image.symbol(&name).ok_or_else(missing)?;
+                let symbol = global()?;
                 let mut device_fn = 0u64;
                 // SAFETY: the device global holds the function's (or vtable's) device address.
                 unsafe {
@@ -545,21 +562,21 @@ impl Runtime {
                     loaded.globals.push(host);
                 }
             } else if entry.size == 0 {
-                let symbol = image.symbol(&name).ok_or_else(missing)?;
+                let kernel = kernel()?;
                 if flags.contains(EntryFlags::DTOR) {
-                    loaded.destructors.push(symbol);
+                    loaded.destructors.push(kernel);
                 } else if flags.contains(EntryFlags::CTOR_OR_ENTER) {
-                    constructors.push(symbol);
+                    constructors.push(kernel);
                 } else {
                     images
                         .kernels
-                        .insert(entry.address as usize, (image.clone(), symbol, name.into()));
+                        .insert(entry.address as usize, (image.clone(), kernel, name.into()));
                     loaded.kernels.push(entry.address as usize);
                 }
             } else {
-                let symbol = image.symbol(&name).ok_or_else(missing)?;
+                let symbol = global()?;
                 let host = entry.address as usize;
-                if self.requires_unified_shared_memory() && state.backend.shares_host_memory() {
+                if self.requires_unified_shared_memory() && state.backend.unified_memory().is_ok() {
                     // Under unified shared memory the device's reference pointer of a declare
                     // target global is set to the host copy's address (clang's host global of
                     // the same name holds it).

@@ -20,10 +20,12 @@ pub mod faults;
 use faults::Op;
 
 use core::ffi::c_void;
+use core::ptr::NonNull;
 use rustomp_abi::KernelLaunchEnvironment;
 use rustomp_plugin::layout::IndirectTable;
 use rustomp_plugin::{
-    AllocKind, Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin, Result, Symbol,
+    AllocKind, Device, DeviceGlobal, ErrorKind, ImageInfo, KernelHandle, LaunchConfig, LoadedImage, OffloadError,
+    Plugin, Result,
 };
 use std::ffi::CString;
 use std::sync::Mutex;
@@ -225,6 +227,38 @@ impl HostImage {
     }
 }
 
+/// glibc's `dladdr1` flag for the symbol-table entry (`<dlfcn.h>`; not in the libc crate).
+const RTLD_DL_SYMENT: libc::c_int = 1;
+
+impl HostImage {
+    /// A symbol of the loaded object by name: its address and the size its symbol table gives
+    /// (0 for functions), `None` when the object has none.
+    fn lookup(&self, name: &str) -> Option<(NonNull<c_void>, usize)> {
+        let name = CString::new(name).ok()?;
+        // SAFETY: a valid handle and C string.
+        let address = NonNull::new(unsafe { libc::dlsym(self.handle, name.as_ptr()) })?;
+        let mut info: libc::Dl_info = libc::Dl_info {
+            dli_fname: std::ptr::null(),
+            dli_fbase: std::ptr::null_mut(),
+            dli_sname: std::ptr::null(),
+            dli_saddr: std::ptr::null_mut(),
+        };
+        let mut entry: *const libc::Elf64_Sym = std::ptr::null();
+        // SAFETY: an address inside a loaded object; `dladdr1` writes the two out-values.
+        let found = unsafe {
+            libc::dladdr1(
+                address.as_ptr(),
+                &mut info,
+                (&raw mut entry) as *mut *mut c_void,
+                RTLD_DL_SYMENT,
+            )
+        };
+        // SAFETY: when non-null, a symbol-table entry of the loaded object.
+        let size = if found != 0 && !entry.is_null() { unsafe { (*entry).st_size as usize } } else { 0 };
+        Some((address, size))
+    }
+}
+
 impl Drop for HostImage {
     fn drop(&mut self) {
         // SAFETY: the handle came from dlopen and is closed once.
@@ -244,14 +278,15 @@ impl Drop for HostImage {
 }
 
 impl LoadedImage for HostImage {
-    fn symbol(&self, name: &str) -> Option<Symbol> {
-        let name = CString::new(name).ok()?;
-        // SAFETY: a valid handle and C string.
-        let address = unsafe { libc::dlsym(self.handle, name.as_ptr()) };
-        (!address.is_null()).then_some(Symbol { address, size: 0 })
+    fn find_kernel(&self, name: &str) -> Result<Option<NonNull<c_void>>> {
+        Ok(self.lookup(name).map(|(address, _)| address))
     }
 
-    unsafe fn launch(&self, kernel: Symbol, args: &[*mut c_void], _config: &LaunchConfig) -> Result<()> {
+    fn global(&self, name: &str) -> Result<Option<DeviceGlobal>> {
+        Ok(self.lookup(name).map(|(address, size)| DeviceGlobal { address: address.as_ptr(), size }))
+    }
+
+    unsafe fn launch(&self, kernel: KernelHandle, args: &[*mut c_void], _config: &LaunchConfig) -> Result<()> {
         // Host images ignore the launch environment; give them a valid, empty one.
         let mut launch_env = KernelLaunchEnvironment {
             reduction_cnt: 0,
@@ -272,16 +307,10 @@ impl LoadedImage for HostImage {
         for (slot, &arg) in values[1..].iter_mut().zip(args) {
             *slot = arg as u64;
         }
-        if kernel.address.is_null() {
-            return Err(OffloadError::new(
-                ErrorKind::LaunchFailed,
-                format!("device {}: kernel address is null", self.device),
-            ));
-        }
-        faults::inject(Op::Launch, self.device, || format!("kernel at {:p}", kernel.address))?;
+        faults::inject(Op::Launch, self.device, || format!("kernel at {:p}", kernel.raw()))?;
         // SAFETY: the caller guarantees the kernel takes these values; `call` passes them per
         // the SysV calling convention.
-        unsafe { call::call_with_u64_args(kernel.address, values) };
+        unsafe { call::call_with_u64_args(kernel.raw(), values) };
         Ok(())
     }
 

@@ -64,6 +64,37 @@ pub unsafe fn serve(port: *mut HostCallPort) -> bool {
     true
 }
 
+/// How a backend's wait loop idles between polls while a kernel that may call the host runs:
+/// spinning at first (short kernels end within microseconds, and a request is answered at
+/// once), then sleeping for growing spans up to [`Backoff::MAX_SLEEP`] (a long kernel costs no
+/// host core; it is seen finished at most that much later). Serving a request starts over.
+#[derive(Debug, Default)]
+pub struct Backoff {
+    idle_polls: u32,
+}
+
+impl Backoff {
+    /// Polls that only spin before the first sleep.
+    const SPINS: u32 = 256;
+    pub const MAX_SLEEP: std::time::Duration = std::time::Duration::from_micros(200);
+
+    /// Waits before the next poll; `served` says whether this poll found work.
+    pub fn wait(&mut self, served: bool) {
+        if served {
+            self.idle_polls = 0;
+            return;
+        }
+        self.idle_polls = self.idle_polls.saturating_add(1);
+        if self.idle_polls <= Self::SPINS {
+            std::thread::yield_now();
+            return;
+        }
+        let doublings = (self.idle_polls - Self::SPINS).min(8);
+        let sleep = std::time::Duration::from_micros(1 << doublings).min(Self::MAX_SLEEP);
+        std::thread::sleep(sleep);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +103,22 @@ mod tests {
         // SAFETY: the test passes two u64.
         let pair = unsafe { *(data as *const [u64; 2]) };
         pair[0] + pair[1]
+    }
+
+    #[test]
+    fn idle_waits_spin_then_sleep_a_bounded_time() {
+        let mut backoff = Backoff::default();
+        let start = std::time::Instant::now();
+        for _ in 0..Backoff::SPINS {
+            backoff.wait(false);
+        }
+        assert!(start.elapsed() < std::time::Duration::from_millis(500), "spinning does not sleep");
+        for _ in 0..20 {
+            backoff.wait(false);
+        }
+        assert_eq!(backoff.idle_polls, Backoff::SPINS + 20);
+        backoff.wait(true);
+        assert_eq!(backoff.idle_polls, 0, "serving a request starts over");
     }
 
     #[test]

@@ -12,7 +12,9 @@ use object::read::elf::FileHeader as _;
 use object::LittleEndian as LE;
 use rustomp_abi::OFFLOAD_BINARY_MAGIC;
 
+mod params;
 mod validate;
+pub use params::{kernel_parameters, KernelParameters};
 pub use validate::validate;
 
 pub const TRIPLE_X86_64: &str = "x86_64-pc-linux-gnu";

@@ -23,6 +23,7 @@ pub mod layout;
 pub mod mapping;
 
 use core::ffi::c_void;
+use core::ptr::NonNull;
 use std::fmt;
 
 /// Stable error classes (the front maps them to return codes and messages).
@@ -114,18 +115,37 @@ pub struct ImageInfo<'a> {
     pub arch: String,
 }
 
-/// A kernel or global in a loaded image.
+/// A global of a loaded image: its device address and size in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Symbol {
+pub struct DeviceGlobal {
     pub address: *mut c_void,
     pub size: usize,
 }
 
-// SAFETY: a symbol is an address in a loaded image, valid on any thread while the image is
-// loaded; it is never dereferenced through this type.
-unsafe impl Send for Symbol {}
+// SAFETY: an address in a loaded image, valid on any thread while the image is loaded; it is
+// never dereferenced through this type.
+unsafe impl Send for DeviceGlobal {}
 // SAFETY: as above.
-unsafe impl Sync for Symbol {}
+unsafe impl Sync for DeviceGlobal {}
+
+/// A kernel of a loaded image. Only [`LoadedImage::kernel`] makes one, so a global can never be
+/// launched and a launch always names something a kernel lookup found. What the value means
+/// (an entry address, a handle of the generic layer) is up to the image that made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelHandle(NonNull<c_void>);
+
+impl KernelHandle {
+    /// The value the image gave in [`LoadedImage::find_kernel`].
+    pub fn raw(self) -> *mut c_void {
+        self.0.as_ptr()
+    }
+}
+
+// SAFETY: an opaque value of the image that made it, meaningful on any thread while the image
+// is loaded; never dereferenced through this type.
+unsafe impl Send for KernelHandle {}
+// SAFETY: as above.
+unsafe impl Sync for KernelHandle {}
 
 /// Launch geometry asked for by the construct (0 = let the backend choose).
 #[derive(Debug, Clone, Copy, Default)]
@@ -228,6 +248,15 @@ pub trait Device: Send + Sync {
     fn uses_auto_zero_copy(&self) -> bool {
         false
     }
+    /// Whether device code can use any host address (what `requires unified_shared_memory`
+    /// needs), or why not: a program that requires it runs only on devices that can.
+    fn unified_memory(&self) -> std::result::Result<(), String> {
+        if self.shares_host_memory() {
+            Ok(())
+        } else {
+            Err("the device cannot access host memory".into())
+        }
+    }
     /// One line describing the device (`__tgt_print_device_info`).
     fn describe(&self) -> String;
     /// The device's facts as labelled values, for listings (`rustomp-info`, after LLVM's
@@ -239,17 +268,31 @@ pub trait Device: Send + Sync {
 }
 
 /// An image loaded on one device.
+///
+/// The front asks for each offload entry by its kind, as LLVM's plugins do: an entry of size 0
+/// (a kernel, constructor or destructor) through [`kernel`](Self::kernel), anything else (a
+/// global, the global holding an indirect function's address) through
+/// [`global`](Self::global). Neither is ever asked for a name of the other kind. `Ok(None)`
+/// means the image has no such symbol; `Err` is a failure of the lookup itself, with the
+/// driver's words.
 pub trait LoadedImage: Send + Sync {
-    /// A global (size > 0) or a kernel entry (size 0) by name.
-    fn symbol(&self, name: &str) -> Option<Symbol>;
-    /// Launches kernel `kernel` (from `symbol`) with the given argument values.
+    /// The kernel `name`, as a value that only this image's `launch` interprets; `None` when the
+    /// image has no such kernel. Implementations provide this; callers use [`kernel`](Self::kernel).
+    fn find_kernel(&self, name: &str) -> Result<Option<NonNull<c_void>>>;
+    /// The global `name`; `None` when the image does not define it.
+    fn global(&self, name: &str) -> Result<Option<DeviceGlobal>>;
+    /// The kernel `name`, the only way to get a [`KernelHandle`].
+    fn kernel(&self, name: &str) -> Result<Option<KernelHandle>> {
+        Ok(self.find_kernel(name)?.map(KernelHandle))
+    }
+    /// Launches `kernel` (from this image's `kernel`) with the given argument values.
     ///
     /// # Safety
     /// `args` are the values the kernel expects (device pointers or literals), one per parameter
     /// after the launch environment.
     unsafe fn launch(
         &self,
-        kernel: Symbol,
+        kernel: KernelHandle,
         args: &[*mut c_void],
         config: &LaunchConfig,
     ) -> Result<()>;

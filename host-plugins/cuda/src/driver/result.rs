@@ -408,18 +408,55 @@ pub struct LaunchDims {
     pub dynamic_shared_bytes: u32,
 }
 
+/// `CU_LAUNCH_PARAM_BUFFER_POINTER`, `CU_LAUNCH_PARAM_BUFFER_SIZE` and `CU_LAUNCH_PARAM_END`:
+/// the `extra` array of a launch that passes its parameters as one buffer.
+const LAUNCH_PARAM_BUFFER_POINTER: usize = 0x01;
+const LAUNCH_PARAM_BUFFER_SIZE: usize = 0x02;
+const LAUNCH_PARAM_END: usize = 0x00;
+
+/// Launches `function` with its parameters laid out in one buffer, as LLVM's plugin does: the
+/// driver copies exactly `parameters.len()` bytes and refuses a size that is not the kernel's,
+/// so a launch can never read past what the host passed.
+///
 /// # Safety
-/// `function` and `stream` are live and belong to the current context; `params` holds one
-/// pointer per kernel parameter, each to a value of that parameter's size, alive until the
-/// call returns (the driver copies them).
+/// `function` and `stream` are live and belong to the current context; `parameters` is the
+/// kernel's parameter layout (each parameter at its offset), alive until the call returns (the
+/// driver copies it).
 pub unsafe fn launch_kernel(
     api: &Api,
     function: CUfunction,
     dims: LaunchDims,
     stream: CUstream,
-    params: &mut [*mut c_void],
+    parameters: &mut [u8],
 ) -> Result<(), DriverError> {
-    // SAFETY: guaranteed by the caller; `extra` is null.
+    if parameters.is_empty() {
+        // SAFETY: guaranteed by the caller; a kernel without parameters needs neither array.
+        return check(api, "cuLaunchKernel", unsafe {
+            (api.launch_kernel)(
+                function,
+                dims.blocks[0],
+                dims.blocks[1],
+                dims.blocks[2],
+                dims.threads[0],
+                dims.threads[1],
+                dims.threads[2],
+                dims.dynamic_shared_bytes,
+                stream,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        });
+    }
+    let mut size = parameters.len();
+    let mut extra: [*mut c_void; 5] = [
+        LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
+        parameters.as_mut_ptr() as *mut c_void,
+        LAUNCH_PARAM_BUFFER_SIZE as *mut c_void,
+        (&raw mut size) as *mut c_void,
+        LAUNCH_PARAM_END as *mut c_void,
+    ];
+    // SAFETY: guaranteed by the caller; `kernelParams` is null and `extra` names the buffer and
+    // its size, both alive across the call.
     check(api, "cuLaunchKernel", unsafe {
         (api.launch_kernel)(
             function,
@@ -431,8 +468,59 @@ pub unsafe fn launch_kernel(
             dims.threads[2],
             dims.dynamic_shared_bytes,
             stream,
-            params.as_mut_ptr(),
             std::ptr::null_mut(),
+            extra.as_mut_ptr(),
         )
     })
 }
+
+/// The parameters a function takes: their number and the bytes of its parameter layout (the
+/// end of the last one), from `cuFuncGetParamCount` and `cuFuncGetParamInfo`; `Ok(None)` on a
+/// driver that has neither (before CUDA 12.4).
+///
+/// # Safety
+/// `function` is live (its module is loaded).
+pub unsafe fn function_parameters(
+    api: &Api,
+    function: CUfunction,
+) -> Result<Option<(usize, usize)>, DriverError> {
+    let Some(info) = api.func_get_param_info else {
+        return Ok(None);
+    };
+    // The end of parameter `index`, or `None` past the last one.
+    let end_of = |index: usize| -> Result<Option<usize>, DriverError> {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: a live function (caller); two live out-pointers.
+        let code = unsafe { info(function, index, &mut offset, &mut size) };
+        if code == CUDA_ERROR_INVALID_VALUE {
+            return Ok(None);
+        }
+        check(api, "cuFuncGetParamInfo", code)?;
+        Ok(Some(offset + size))
+    };
+    let count = match api.func_get_param_count {
+        Some(count_of) => {
+            let mut count = 0usize;
+            // SAFETY: a live function (caller); a live out-pointer.
+            check(api, "cuFuncGetParamCount", unsafe { count_of(function, &mut count) })?;
+            count
+        }
+        // Without the count: ask for parameters until the driver says there is no such one.
+        // OpenMP kernels take few; the bound keeps a misbehaving driver from looping.
+        None => (0..=MAX_PARAMETERS)
+            .find_map(|i| match end_of(i) {
+                Ok(Some(_)) => None,
+                Ok(None) => Some(Ok(i)),
+                Err(e) => Some(Err(e)),
+            })
+            .unwrap_or(Ok(MAX_PARAMETERS))?,
+    };
+    let bytes = match count.checked_sub(1) {
+        Some(last) => end_of(last)?.unwrap_or(0),
+        None => 0,
+    };
+    Ok(Some((count, bytes)))
+}
+
+/// The most parameters asked one by one (CUDA's parameter space is 32 KiB on sm_70 and later).
+const MAX_PARAMETERS: usize = 4096;

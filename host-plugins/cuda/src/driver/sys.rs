@@ -19,6 +19,11 @@ pub type CUfunction = *mut c_void;
 pub type CUstream = *mut c_void;
 
 pub const CUDA_SUCCESS: CUresult = 0;
+/// An argument the driver refuses; also its answer to `cuModuleGetGlobal` for the name of a
+/// function (seen on an H200, driver 580), and to `cuFuncGetParamInfo` past the last parameter.
+pub const CUDA_ERROR_INVALID_VALUE: CUresult = 1;
+/// A name the module does not define at all (`cuModuleGetGlobal`, `cuModuleGetFunction`).
+pub const CUDA_ERROR_NOT_FOUND: CUresult = 500;
 /// `cuStreamQuery`: work is still running on the stream (not an error).
 pub const CUDA_ERROR_NOT_READY: CUresult = 600;
 
@@ -36,6 +41,7 @@ pub mod device_attribute {
     pub const COMPUTE_CAPABILITY_MAJOR: c_int = 75;
     pub const COMPUTE_CAPABILITY_MINOR: c_int = 76;
     pub const MANAGED_MEMORY: c_int = 83;
+    pub const PAGEABLE_MEMORY_ACCESS: c_int = 88;
     pub const MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: c_int = 97;
 }
 
@@ -73,17 +79,27 @@ pub const CU_MEM_ATTACH_GLOBAL: c_uint = 0x1;
 pub const DRIVER_LIBRARY: &str = "libcuda.so.1";
 
 macro_rules! driver_api {
-    ($($field:ident = $symbol:literal: fn($($ty:ty),* $(,)?);)*) => {
+    (
+        required {
+            $($field:ident = $symbol:literal: fn($($ty:ty),* $(,)?);)*
+        }
+        optional {
+            $($(#[$opt_meta:meta])* $opt_field:ident = $opt_symbol:literal: fn($($opt_ty:ty),* $(,)?);)*
+        }
+    ) => {
         /// The driver entry points the plugin calls, resolved once from the loaded library.
+        /// Entry points newer drivers added are `Option`s: `None` on a driver without them.
         ///
         /// Plain function pointers: the table is `Copy`-free but `Send + Sync`, and tests build
         /// one from fake functions to run the plugin without a GPU.
         pub struct Api {
             $(pub $field: unsafe extern "C" fn($($ty),*) -> CUresult,)*
+            $($(#[$opt_meta])* pub $opt_field: Option<unsafe extern "C" fn($($opt_ty),*) -> CUresult>,)*
         }
 
         impl Api {
-            /// Looks every entry point up in `library`; the first missing one is the error.
+            /// Looks every entry point up in `library`; the first missing one that is not
+            /// optional is the error.
             ///
             /// # Safety
             /// `library` is a live `dlopen` handle of the CUDA driver (never closed afterwards:
@@ -106,6 +122,17 @@ macro_rules! driver_api {
                             std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($ty),*) -> CUresult>(address)
                         }
                     },)*
+                    $($opt_field: {
+                        let name = concat!($opt_symbol, "\0");
+                        // SAFETY: a live handle (caller) and a NUL-terminated name.
+                        let address = unsafe { libc::dlsym(library, name.as_ptr() as *const c_char) };
+                        (!address.is_null()).then(|| {
+                            // SAFETY: as above, for a driver new enough to export it.
+                            unsafe {
+                                std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($opt_ty),*) -> CUresult>(address)
+                            }
+                        })
+                    },)*
                 })
             }
         }
@@ -113,6 +140,7 @@ macro_rules! driver_api {
 }
 
 driver_api! {
+    required {
     init = "cuInit": fn(c_uint);
     driver_get_version = "cuDriverGetVersion": fn(*mut c_int);
     device_get_count = "cuDeviceGetCount": fn(*mut c_int);
@@ -150,6 +178,14 @@ driver_api! {
         CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream,
         *mut *mut c_void, *mut *mut c_void,
     );
+    }
+    optional {
+        /// CUDA 12.4: offset and size of parameter `index` (CUDA_ERROR_INVALID_VALUE past the
+        /// last one).
+        func_get_param_info = "cuFuncGetParamInfo": fn(CUfunction, usize, *mut usize, *mut usize);
+        /// CUDA 12.9 / 13.0: how many parameters the function takes.
+        func_get_param_count = "cuFuncGetParamCount": fn(CUfunction, *mut usize);
+    }
 }
 
 /// Opens the driver library and resolves [`Api`]. The handle is never closed.

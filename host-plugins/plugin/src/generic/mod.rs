@@ -17,18 +17,23 @@
 //! - draining the device `printf` buffer (`__rustomp_printf_buffer`) after each launch;
 //! - the `LIBOMPTARGET_*` / `OMP_*` settings ([`Settings`]) and the messages naming the device.
 
+mod staging;
+
 use crate::diag;
 use crate::geometry::{self, DeviceGrid, GridValues, KernelShape};
 use crate::image::{self, ImageKind};
 use crate::layout::{self, IndirectTable};
 use crate::{
-    AllocKind, Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin,
-    Result, Symbol,
+    AllocKind, Device, DeviceGlobal, ErrorKind, ImageInfo, KernelHandle, LaunchConfig,
+    LoadedImage, OffloadError, Plugin, Result,
 };
+pub use crate::image::KernelParameters;
 use core::ffi::c_void;
+use core::ptr::NonNull;
 use rustomp_abi::{exec_mode, symbols, ConfigurationEnvironment, DeviceEnvironment};
 use std::collections::HashMap;
 use std::fmt;
+use staging::{Direction, Staging};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// The environment variables LLVM's plugins read, read once per process.
@@ -176,10 +181,20 @@ pub trait Backend: Send + Sync + 'static {
     unsafe fn copy_within_device(&self, dst: u64, src: u64, bytes: usize) -> Result<()>;
     /// Loads an image the driver accepted (`is_complete` already checked its headers).
     fn load_module(&self, bytes: &[u8], kind: &ImageKind) -> Result<Self::Module>;
-    /// A global by name; `None` when the image does not define it.
+    /// A global by name; `None` when the image does not define it. Only ever asked for names
+    /// of globals (the generic layer knows each name's kind from its offload entry or its
+    /// own conventions): a driver may answer the name of a function with an error (CUDA's
+    /// `cuModuleGetGlobal` does), which is reported as it is.
     fn global(&self, module: &Self::Module, name: &str) -> Result<Option<GlobalSymbol>>;
-    /// A kernel by name; `None` when the image does not define it.
+    /// A kernel by name; `None` when the image does not define it. Only ever asked for names
+    /// of kernels.
     fn function(&self, module: &Self::Module, name: &str) -> Result<Option<Self::Function>>;
+    /// The parameters `function` declares, when the driver can tell (CUDA 12.4's
+    /// `cuFuncGetParamInfo`); `None` when it cannot, and the generic layer uses what the image
+    /// states ([`crate::image::kernel_parameters`]).
+    fn function_parameters(&self, _function: Self::Function) -> Result<Option<KernelParameters>> {
+        Ok(None)
+    }
     /// Most threads a block of this kernel may have (registers, launch bounds).
     fn function_max_threads(&self, function: Self::Function) -> Result<u32>;
     /// Lets `function` use `bytes` of dynamic shared memory (CUDA's opt-in above 48 KiB).
@@ -203,6 +218,16 @@ pub trait Backend: Send + Sync + 'static {
     /// Whether maps should use host memory directly (see `Device::uses_auto_zero_copy`).
     fn uses_auto_zero_copy(&self) -> bool {
         false
+    }
+    /// Whether the generic layer should stage large copies of pageable host memory through
+    /// pinned buffers ([`staging`]): for a driver whose own pageable copies are slow (CUDA)
+    /// and that does not stage itself.
+    fn stages_pageable_copies(&self) -> bool {
+        false
+    }
+    /// Whether kernels can use any host address (see `Device::unified_memory`), or why not.
+    fn unified_memory(&self) -> std::result::Result<(), String> {
+        Err("the GPU cannot access pageable host memory".into())
     }
 }
 
@@ -410,6 +435,9 @@ impl<B: Backend> Drop for Allocation<B> {
 /// The [`Device`] the front drives, over one backend device.
 pub struct GenericDevice<B: Backend> {
     core: Arc<DeviceCore<B>>,
+    /// Pinned buffers for large copies of pageable memory (here, not in the core: they hold
+    /// the core alive).
+    staging: Staging<B>,
 }
 
 impl<B: Backend> GenericDevice<B> {
@@ -451,6 +479,7 @@ impl<B: Backend> GenericDevice<B> {
         };
         Self {
             core: Arc::new(core),
+            staging: Staging::default(),
         }
     }
 }
@@ -474,12 +503,18 @@ impl<B: Backend> Device for GenericDevice<B> {
                 kind_name(kind)
             ))
         })?;
+        if kind == AllocKind::Host {
+            self.staging.pinned_allocated(address, bytes.max(1));
+        }
         Ok(address as *mut c_void)
     }
 
     unsafe fn free(&self, ptr: *mut c_void, kind: AllocKind) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
+        }
+        if kind == AllocKind::Host {
+            self.staging.pinned_freed(ptr as u64);
         }
         // SAFETY: the caller frees only what `alloc` of this device returned, with its kind, once.
         unsafe { self.core.backend.free(ptr as u64, kind) }.map_err(|e| {
@@ -500,11 +535,14 @@ impl<B: Backend> Device for GenericDevice<B> {
         if bytes == 0 {
             return Ok(());
         }
-        // SAFETY: the trait's contract.
+        let staged = self.core.backend.stages_pageable_copies() && self.staging.wanted(host as u64, bytes);
+        // SAFETY: the trait's contract, which the staged copy's asks for too.
         unsafe {
-            self.core
-                .backend
-                .copy_to_device(device as u64, host as *const u8, bytes)
+            if staged {
+                self.staging.copy(&self.core, Direction::ToDevice, host as u64, device as u64, bytes)
+            } else {
+                self.core.backend.copy_to_device(device as u64, host as *const u8, bytes)
+            }
         }
         .map_err(|e| {
             e.context(format_args!(
@@ -523,11 +561,14 @@ impl<B: Backend> Device for GenericDevice<B> {
         if bytes == 0 {
             return Ok(());
         }
-        // SAFETY: the trait's contract.
+        let staged = self.core.backend.stages_pageable_copies() && self.staging.wanted(host as u64, bytes);
+        // SAFETY: the trait's contract, which the staged copy's asks for too.
         unsafe {
-            self.core
-                .backend
-                .copy_from_device(host as *mut u8, device as u64, bytes)
+            if staged {
+                self.staging.copy(&self.core, Direction::FromDevice, host as u64, device as u64, bytes)
+            } else {
+                self.core.backend.copy_from_device(host as *mut u8, device as u64, bytes)
+            }
         }
         .map_err(|e| {
             e.context(format_args!(
@@ -566,6 +607,10 @@ impl<B: Backend> Device for GenericDevice<B> {
 
     fn uses_auto_zero_copy(&self) -> bool {
         self.core.backend.uses_auto_zero_copy()
+    }
+
+    fn unified_memory(&self) -> std::result::Result<(), String> {
+        self.core.backend.unified_memory()
     }
 
     fn describe(&self) -> String {
@@ -618,6 +663,8 @@ struct KernelFacts {
     config: ConfigurationEnvironment,
     shape: KernelShape,
     reduction_bytes: usize,
+    /// What the kernel declares (driver first, else the image), `None` when neither says.
+    parameters: Option<KernelParameters>,
 }
 
 /// The environment published to the image and the memory behind its indirect table.
@@ -644,6 +691,8 @@ pub struct GenericImage<B: Backend> {
     printf_buffer: Option<GlobalSymbol>,
     /// Kernels by the handle given to the front (the address of their `Kernel`).
     kernels: Mutex<HashMap<usize, Arc<Kernel<B>>>>,
+    /// Each kernel's parameters as the image states them.
+    declared_parameters: HashMap<String, KernelParameters>,
     published: Mutex<Published<B>>,
 }
 
@@ -679,6 +728,7 @@ impl<B: Backend> GenericImage<B> {
             Initializers::ObjectArray { .. } => Some("__fini_array_object_"),
             Initializers::LinkedArray { .. } => None,
         };
+        let declared_parameters = image::kernel_parameters(image.bytes, &kind);
         let mut loaded = Self {
             core: Arc::clone(core),
             module: Some(module),
@@ -690,6 +740,7 @@ impl<B: Backend> GenericImage<B> {
             host_call: None,
             printf_buffer: None,
             kernels: Mutex::new(HashMap::new()),
+            declared_parameters,
             published: Mutex::new(Published {
                 environment: core.environment,
                 table: None,
@@ -701,7 +752,7 @@ impl<B: Backend> GenericImage<B> {
         )?;
         loaded.host_call = loaded.open_host_call_port()?;
         loaded.printf_buffer = loaded
-            .global(PRINTF_BUFFER)?
+            .lookup_global(PRINTF_BUFFER)?
             .filter(|g| g.size > PRINTF_HEADER_BYTES);
         loaded.run_initializers(true, image.bytes)?;
         loaded.initialized = true;
@@ -715,7 +766,7 @@ impl<B: Backend> GenericImage<B> {
     }
 
     /// A global of the image, `None` when it does not define it.
-    fn global(&self, name: &str) -> Result<Option<GlobalSymbol>> {
+    fn lookup_global(&self, name: &str) -> Result<Option<GlobalSymbol>> {
         self.core.backend.global(self.module(), name).map_err(|e| {
             e.context(format_args!(
                 "{}: looking up global {name}",
@@ -727,7 +778,7 @@ impl<B: Backend> GenericImage<B> {
     /// Writes `bytes` to global `name` if the image has it (`Ok(false)` when it does not); its
     /// size must match.
     fn write_global(&self, name: &str, bytes: &[u8]) -> Result<bool> {
-        let Some(global) = self.global(name)? else {
+        let Some(global) = self.lookup_global(name)? else {
             diag::debug(
                 self.core.plugin,
                 format_args!(
@@ -757,7 +808,7 @@ impl<B: Backend> GenericImage<B> {
     /// Allocates the `__llvm_omp_host_call` port in host memory the device reaches and
     /// publishes its address, when the image's runtime has the pointer for it.
     fn open_host_call_port(&self) -> Result<Option<Allocation<B>>> {
-        if self.global(symbols::HOST_CALL_PORT)?.is_none() {
+        if self.lookup_global(symbols::HOST_CALL_PORT)?.is_none() {
             return Ok(None);
         }
         let bytes = core::mem::size_of::<rustomp_abi::HostCallPort>();
@@ -853,7 +904,7 @@ impl<B: Backend> GenericImage<B> {
         ordered.sort_by_key(|(priority, _)| *priority);
         let mut pointers = Vec::with_capacity(ordered.len() * 8);
         for (_, name) in &ordered {
-            let Some(global) = self.global(name)? else {
+            let Some(global) = self.lookup_global(name)? else {
                 continue;
             };
             if global.size != 8 {
@@ -889,7 +940,7 @@ impl<B: Backend> GenericImage<B> {
     fn read_facts(&self, kernel: &Kernel<B>) -> Result<KernelFacts> {
         let label = &self.core.label;
         let environment_name = format!("{}{}", kernel.name, symbols::KERNEL_ENVIRONMENT_SUFFIX);
-        let config = match self.global(&environment_name)? {
+        let config = match self.lookup_global(&environment_name)? {
             Some(global) if global.size >= layout::KERNEL_ENVIRONMENT_SIZE => {
                 let mut bytes = [0u8; layout::KERNEL_ENVIRONMENT_SIZE];
                 self.core
@@ -926,7 +977,18 @@ impl<B: Backend> GenericImage<B> {
             .backend
             .function_max_threads(kernel.function)
             .map_err(|e| e.context(format_args!("{label}: querying kernel {}", kernel.name)))?;
+        let parameters = match self.core.backend.function_parameters(kernel.function) {
+            Ok(Some(declared)) => Some(declared),
+            Ok(None) => self.declared_parameters.get(&kernel.name).copied(),
+            Err(e) => {
+                return Err(e.context(format_args!(
+                    "{label}: asking for the parameters of kernel {}",
+                    kernel.name
+                )))
+            }
+        };
         Ok(KernelFacts {
+            parameters,
             config,
             shape: KernelShape {
                 exec_mode: config.exec_mode,
@@ -1019,82 +1081,88 @@ impl<B: Backend> GenericImage<B> {
     }
 }
 
+/// Refuses a launch whose values (the launch environment, then one per argument) are not what
+/// the kernel declares: a driver would read past them (or ignore some) and the kernel would
+/// run on garbage, or the host process die inside the driver. LLVM stops such a launch with
+/// "mismatch in kernel arguments" too.
+fn check_arguments(
+    kernel: &str,
+    declared: Option<KernelParameters>,
+    given: usize,
+) -> Result<()> {
+    let Some(declared) = declared else {
+        return Ok(());
+    };
+    let bytes = given * core::mem::size_of::<u64>();
+    if declared.count == given && declared.bytes == bytes {
+        return Ok(());
+    }
+    Err(OffloadError::new(
+        ErrorKind::LaunchFailed,
+        format!(
+            "mismatch in kernel arguments: kernel {kernel} declares {} parameter(s) ({} bytes) \
+             but the program passed {given} ({bytes} bytes: the launch environment and {} \
+             argument(s)); not launched. The host and device compilations of the target region \
+             disagree on what it captures (e.g. code under `#ifdef __NVPTX__` or \
+             `#if defined(__AMDGCN__)` that uses a variable the host's code does not)",
+            declared.count,
+            declared.bytes,
+            given.saturating_sub(1),
+        ),
+    ))
+}
+
 /// The device runtime's `printf` buffer (amdgcn; nvptx prints through the CUDA driver).
 const PRINTF_BUFFER: &str = "__rustomp_printf_buffer";
 
 impl<B: Backend> LoadedImage for GenericImage<B> {
-    fn symbol(&self, name: &str) -> Option<Symbol> {
-        match self.global(name) {
-            Ok(Some(global)) => {
-                return Some(Symbol {
-                    address: global.address as *mut c_void,
-                    size: global.size,
-                })
-            }
-            Ok(None) => {}
-            Err(e) => {
-                diag::debug(self.core.plugin, format_args!("{e}"));
-                return None;
-            }
-        }
-        let function = match self.core.backend.function(self.module(), name) {
-            Ok(Some(f)) => f,
-            Ok(None) => {
-                diag::debug(
-                    self.core.plugin,
-                    format_args!(
-                        "{}: {name} is neither a global nor a kernel of the {}",
-                        self.core.label,
-                        self.kind.label()
-                    ),
-                );
-                return None;
-            }
-            Err(e) => {
-                diag::debug(
-                    self.core.plugin,
-                    format_args!("{}: looking up {name}: {e}", self.core.label),
-                );
-                return None;
-            }
+    fn find_kernel(&self, name: &str) -> Result<Option<NonNull<c_void>>> {
+        let function = self.core.backend.function(self.module(), name).map_err(|e| {
+            e.context(format_args!("{}: looking up kernel {name}", self.core.label))
+        })?;
+        let Some(function) = function else {
+            diag::debug(
+                self.core.plugin,
+                format_args!("{}: the {} has no kernel {name}", self.core.label, self.kind.label()),
+            );
+            return Ok(None);
         };
         let mut kernels = locked(&self.kernels);
-        if let Some((&handle, _)) = kernels.iter().find(|(_, k)| k.name == name) {
-            return Some(Symbol {
-                address: handle as *mut c_void,
-                size: 0,
-            });
+        if let Some(known) = kernels.values().find(|k| k.name == name) {
+            return Ok(Some(NonNull::from(&**known).cast()));
         }
         let kernel = Arc::new(Kernel {
             name: name.to_string(),
             function,
             facts: OnceLock::new(),
         });
-        let handle = Arc::as_ptr(&kernel) as usize;
-        kernels.insert(handle, kernel);
-        Some(Symbol {
-            address: handle as *mut c_void,
-            size: 0,
-        })
+        let handle = NonNull::from(&*kernel).cast();
+        kernels.insert(handle.as_ptr() as usize, kernel);
+        Ok(Some(handle))
+    }
+
+    fn global(&self, name: &str) -> Result<Option<DeviceGlobal>> {
+        Ok(self.lookup_global(name)?.map(|g| DeviceGlobal {
+            address: g.address as *mut c_void,
+            size: g.size,
+        }))
     }
 
     unsafe fn launch(
         &self,
-        kernel: Symbol,
+        kernel: KernelHandle,
         args: &[*mut c_void],
         config: &LaunchConfig,
     ) -> Result<()> {
         let core = &self.core;
         let label = &core.label;
-        let found = locked(&self.kernels)
-            .get(&(kernel.address as usize))
-            .cloned();
+        let found = locked(&self.kernels).get(&(kernel.raw() as usize)).cloned();
         let kernel = found.ok_or_else(|| {
             OffloadError::new(
                 ErrorKind::InvalidArgument,
                 format!(
                     "{label}: {:p} is not a kernel of the {}",
-                    kernel.address,
+                    kernel.raw(),
                     self.kind.label()
                 ),
             )
@@ -1120,6 +1188,8 @@ impl<B: Backend> LoadedImage for GenericImage<B> {
         let mut values: Vec<u64> = Vec::with_capacity(args.len() + 1);
         values.push(environment);
         values.extend(args.iter().map(|&a| a as u64));
+        check_arguments(&kernel.name, facts.parameters, values.len())
+            .map_err(|e| e.context(format_args!("{label}")))?;
         if diag::info_enabled(diag::infotype::PLUGIN) {
             // LLVM's plugin layer names itself and the plugin's own device number.
             eprintln!(
