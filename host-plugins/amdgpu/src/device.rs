@@ -5,8 +5,9 @@
 use crate::hsa::sys::*;
 use crate::hsa::{self, check, failed, HsaError, HsaResult};
 use core::ffi::{c_char, c_void};
+use rustomp_plugin::diag::Settings;
 use rustomp_plugin::generic::{
-    Backend, DeviceInfo, GlobalSymbol, Initializers, KernelLaunch, Settings,
+    Backend, DeviceInfo, GlobalSymbol, Initializers, KernelLaunch,
 };
 use rustomp_plugin::geometry::{GridValues, AMDGPU_GRID_VALUES};
 use rustomp_plugin::image::{ImageKind, TargetId};

@@ -31,7 +31,8 @@ mod tests;
 
 pub use device::{AgentProps, AmdgpuDevice};
 use hsa::sys::{self, Api};
-use rustomp_plugin::generic::{Driver, GenericPlugin, Settings};
+use rustomp_plugin::diag::Settings;
+use rustomp_plugin::generic::{Driver, GenericPlugin};
 use rustomp_plugin::image::{ImageKind, TRIPLE_AMDGCN};
 use rustomp_plugin::Result;
 use std::sync::OnceLock;

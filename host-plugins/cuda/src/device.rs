@@ -15,8 +15,9 @@ use crate::driver::sys::{
     CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_FOUND,
 };
 use core::ffi::c_void;
+use rustomp_plugin::diag::Settings;
 use rustomp_plugin::generic::{
-    Backend, DeviceInfo, GlobalSymbol, Initializers, KernelLaunch, KernelParameters, Settings,
+    Backend, DeviceInfo, GlobalSymbol, Initializers, KernelLaunch, KernelParameters,
 };
 use rustomp_plugin::geometry::{GridValues, NVPTX_GRID_VALUES};
 use rustomp_plugin::image::ImageKind;

@@ -30,7 +30,8 @@ mod tests;
 pub use device::{CudaDevice, DeviceProps};
 use driver::result as r;
 use driver::sys::{self, Api};
-use rustomp_plugin::generic::{Driver, GenericPlugin, Settings};
+use rustomp_plugin::diag::Settings;
+use rustomp_plugin::generic::{Driver, GenericPlugin};
 use rustomp_plugin::image::ImageKind;
 use rustomp_plugin::Result;
 

@@ -5,7 +5,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 
 /// `LIBOMPTARGET_INFO` bits, LLVM's `OMP_INFOTYPE_*` values.
 pub mod infotype {
@@ -125,3 +125,40 @@ mod tests {
         assert_eq!(parse_number("yes"), None);
     }
 }
+
+/// The environment variables LLVM's plugins read, read once per process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// `LIBOMPTARGET_STACK_SIZE`: bytes of stack per device thread.
+    pub stack_size: Option<u64>,
+    /// `LIBOMPTARGET_HEAP_SIZE`: bytes of device `malloc` heap.
+    pub heap_size: Option<u64>,
+    /// `LIBOMPTARGET_SHARED_MEMORY_SIZE`: dynamic shared memory given to every launch.
+    pub shared_memory_size: u32,
+    /// `LIBOMPTARGET_DEVICE_RTL_DEBUG`: the device runtime's debug kind.
+    pub device_rtl_debug: u32,
+    /// `OMP_NUM_TEAMS`, `OMP_TEAMS_THREAD_LIMIT`: caps on teams and threads (0: none).
+    pub num_teams: u32,
+    pub teams_thread_limit: u32,
+}
+
+impl Settings {
+    pub fn from_env() -> Self {
+        let u32_of = |name| env_u64(name).map_or(0, |v| v.min(u64::from(u32::MAX)) as u32);
+        Settings {
+            stack_size: env_u64("LIBOMPTARGET_STACK_SIZE"),
+            heap_size: env_u64("LIBOMPTARGET_HEAP_SIZE"),
+            shared_memory_size: u32_of("LIBOMPTARGET_SHARED_MEMORY_SIZE"),
+            device_rtl_debug: u32_of("LIBOMPTARGET_DEVICE_RTL_DEBUG"),
+            num_teams: u32_of("OMP_NUM_TEAMS"),
+            teams_thread_limit: u32_of("OMP_TEAMS_THREAD_LIMIT"),
+        }
+    }
+
+    /// The process's settings.
+    pub fn get() -> &'static Settings {
+        static SETTINGS: OnceLock<Settings> = OnceLock::new();
+        SETTINGS.get_or_init(Settings::from_env)
+    }
+}
+

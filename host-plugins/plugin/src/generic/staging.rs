@@ -17,7 +17,8 @@
 //! made at the first large copy and kept for the device's life; concurrent large copies each
 //! take their own set.
 
-use super::{Allocation, Backend, DeviceCore};
+use super::device::{Allocation, DeviceCore};
+use super::Backend;
 use crate::{AllocKind, Result};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

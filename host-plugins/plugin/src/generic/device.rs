@@ -1,0 +1,332 @@
+//! [`GenericDevice`]: one device of a backend as the front's [`Device`]: memory of each kind,
+//! copies (large pageable ones staged, see [`super::staging`]), the device environment every
+//! image gets, and the memory the generic layer owns ([`Allocation`]).
+
+use super::staging::{Direction, Staging};
+use super::{Backend, DeviceInfo, GenericImage};
+use crate::diag::{self, Settings};
+use crate::geometry::DeviceGrid;
+use crate::{AllocKind, Device, ImageInfo, LoadedImage, Result};
+use core::ffi::c_void;
+use rustomp_abi::DeviceEnvironment;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+/// What a device and the images loaded on it share.
+pub(super) struct DeviceCore<B: Backend> {
+    pub(super) backend: B,
+    pub(super) plugin: &'static str,
+    pub(super) global: usize,
+    pub(super) index: usize,
+    /// "device N (cuda plugin)" for messages.
+    pub(super) label: String,
+    pub(super) grid: DeviceGrid,
+    pub(super) environment: DeviceEnvironment,
+    /// A zeroed launch environment shared by the launches of kernels without a teams reduction
+    /// (device code only writes a launch environment during a teams reduction). Its address
+    /// only, freed in `drop`: an `Allocation` would keep the core alive in a cycle.
+    pub(super) idle_launch_environment: Mutex<Option<u64>>,
+}
+
+impl<B: Backend> Drop for DeviceCore<B> {
+    fn drop(&mut self) {
+        let idle = self
+            .idle_launch_environment
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(address) = idle.take() {
+            // SAFETY: allocated as device memory in `launch_environment`; no image (and so no
+            // launch) of this device is left.
+            if let Err(e) = unsafe { self.backend.free(address, AllocKind::Device) } {
+                diag::debug(self.plugin, format_args!("{}: {e}", self.label));
+            }
+        }
+    }
+}
+
+impl<B: Backend> DeviceCore<B> {
+    pub(super) fn info(&self) -> &DeviceInfo {
+        self.backend.info()
+    }
+
+    pub(super) fn upload(&self, address: u64, bytes: &[u8], what: impl fmt::Display) -> Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `bytes` is a live slice; callers pass device ranges they allocated or looked
+        // up with at least this size.
+        unsafe {
+            self.backend
+                .copy_to_device(address, bytes.as_ptr(), bytes.len())
+        }
+        .map_err(|e| e.context(format_args!("{}: writing {what}", self.label)))
+    }
+
+    pub(super) fn download(&self, address: u64, out: &mut [u8], what: impl fmt::Display) -> Result<()> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: as in `upload`, for a writable slice.
+        unsafe {
+            self.backend
+                .copy_from_device(out.as_mut_ptr(), address, out.len())
+        }
+        .map_err(|e| e.context(format_args!("{}: reading {what}", self.label)))
+    }
+}
+
+/// Device memory the generic layer owns (launch environments, reduction buffers, the indirect
+/// table, constructor arrays, the host-call port); freed on drop.
+pub(super) struct Allocation<B: Backend> {
+    pub(super) core: Arc<DeviceCore<B>>,
+    pub(super) address: u64,
+    pub(super) kind: AllocKind,
+}
+
+impl<B: Backend> Allocation<B> {
+    pub(super) fn new(
+        core: &Arc<DeviceCore<B>>,
+        bytes: usize,
+        kind: AllocKind,
+        what: impl fmt::Display,
+    ) -> Result<Self> {
+        let address = core
+            .backend
+            .alloc(bytes, kind)
+            .map_err(|e| e.context(format_args!("{}: allocating {what}", core.label)))?;
+        Ok(Self {
+            core: Arc::clone(core),
+            address,
+            kind,
+        })
+    }
+}
+
+impl<B: Backend> Drop for Allocation<B> {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this kind, freed once; nothing uses it after its owner.
+        if let Err(e) = unsafe { self.core.backend.free(self.address, self.kind) } {
+            // At process exit the driver may be shut down already: nothing left to do.
+            diag::debug(self.core.plugin, format_args!("{}: {e}", self.core.label));
+        }
+    }
+}
+
+/// The [`Device`] the front drives, over one backend device.
+pub struct GenericDevice<B: Backend> {
+    pub(super) core: Arc<DeviceCore<B>>,
+    /// Pinned buffers for large copies of pageable memory (here, not in the core: they hold
+    /// the core alive).
+    pub(super) staging: Staging<B>,
+}
+
+impl<B: Backend> GenericDevice<B> {
+    pub fn new(
+        backend: B,
+        plugin: &'static str,
+        index: usize,
+        global: usize,
+        total: usize,
+        settings: &Settings,
+    ) -> Self {
+        let info = backend.info();
+        let grid = DeviceGrid::new(
+            info.grid_values,
+            info.max_block_threads,
+            info.max_grid_teams,
+            settings.num_teams,
+            settings.teams_thread_limit,
+        );
+        let environment = DeviceEnvironment {
+            debug_kind: settings.device_rtl_debug,
+            num_devices: total as u32,
+            device_num: global as u32,
+            dynamic_mem_size: settings.shared_memory_size,
+            clock_frequency: info.clock_frequency,
+            indirect_call_table: 0,
+            indirect_call_table_size: 0,
+            hardware_parallelism: info.hardware_parallelism,
+        };
+        let core = DeviceCore {
+            backend,
+            plugin,
+            global,
+            index,
+            label: format!("device {global} ({plugin} plugin)"),
+            grid,
+            environment,
+            idle_launch_environment: Mutex::new(None),
+        };
+        Self {
+            core: Arc::new(core),
+            staging: Staging::default(),
+        }
+    }
+}
+
+fn kind_name(kind: AllocKind) -> &'static str {
+    match kind {
+        AllocKind::Device => "device",
+        AllocKind::Host => "pinned host",
+        AllocKind::Shared => "shared",
+    }
+}
+
+impl<B: Backend> Device for GenericDevice<B> {
+    fn alloc(&self, bytes: usize, kind: AllocKind) -> Result<*mut c_void> {
+        // Zero bytes still get a distinct address, as on the host plugin.
+        let address = self.core.backend.alloc(bytes.max(1), kind);
+        let address = address.map_err(|e| {
+            e.context(format_args!(
+                "{}: cannot allocate {bytes} bytes of {} memory",
+                self.core.label,
+                kind_name(kind)
+            ))
+        })?;
+        if kind == AllocKind::Host {
+            self.staging.pinned_allocated(address, bytes.max(1));
+        }
+        Ok(address as *mut c_void)
+    }
+
+    unsafe fn free(&self, ptr: *mut c_void, kind: AllocKind) -> Result<()> {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        if kind == AllocKind::Host {
+            self.staging.pinned_freed(ptr as u64);
+        }
+        // SAFETY: the caller frees only what `alloc` of this device returned, with its kind, once.
+        unsafe { self.core.backend.free(ptr as u64, kind) }.map_err(|e| {
+            e.context(format_args!(
+                "{}: cannot free {} memory at {ptr:p}",
+                self.core.label,
+                kind_name(kind)
+            ))
+        })
+    }
+
+    unsafe fn copy_to_device(
+        &self,
+        device: *mut c_void,
+        host: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let staged = self.core.backend.stages_pageable_copies() && self.staging.wanted(host as u64, bytes);
+        // SAFETY: the trait's contract, which the staged copy's asks for too.
+        unsafe {
+            if staged {
+                self.staging.copy(&self.core, Direction::ToDevice, host as u64, device as u64, bytes)
+            } else {
+                self.core.backend.copy_to_device(device as u64, host as *const u8, bytes)
+            }
+        }
+        .map_err(|e| {
+            e.context(format_args!(
+                "{}: copy of {bytes} bytes from host {host:p} to {device:p}",
+                self.core.label
+            ))
+        })
+    }
+
+    unsafe fn copy_from_device(
+        &self,
+        host: *mut c_void,
+        device: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let staged = self.core.backend.stages_pageable_copies() && self.staging.wanted(host as u64, bytes);
+        // SAFETY: the trait's contract, which the staged copy's asks for too.
+        unsafe {
+            if staged {
+                self.staging.copy(&self.core, Direction::FromDevice, host as u64, device as u64, bytes)
+            } else {
+                self.core.backend.copy_from_device(host as *mut u8, device as u64, bytes)
+            }
+        }
+        .map_err(|e| {
+            e.context(format_args!(
+                "{}: copy of {bytes} bytes from {device:p} to host {host:p}",
+                self.core.label
+            ))
+        })
+    }
+
+    unsafe fn copy_within_device(
+        &self,
+        dst: *mut c_void,
+        src: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the trait's contract.
+        unsafe {
+            self.core
+                .backend
+                .copy_within_device(dst as u64, src as u64, bytes)
+        }
+        .map_err(|e| {
+            e.context(format_args!(
+                "{}: copy of {bytes} bytes from {src:p} to {dst:p}",
+                self.core.label
+            ))
+        })
+    }
+
+    fn load_image(&self, image: &ImageInfo<'_>) -> Result<Box<dyn LoadedImage>> {
+        GenericImage::load(&self.core, image).map(|i| Box::new(i) as Box<dyn LoadedImage>)
+    }
+
+    fn uses_auto_zero_copy(&self) -> bool {
+        self.core.backend.uses_auto_zero_copy()
+    }
+
+    fn unified_memory(&self) -> std::result::Result<(), String> {
+        self.core.backend.unified_memory()
+    }
+
+    fn describe(&self) -> String {
+        let core = &self.core;
+        let info = core.info();
+        format!(
+            "device {}: {} plugin device {} ({}, {}, {})",
+            core.global,
+            core.plugin,
+            core.index,
+            info.name,
+            info.arch,
+            core.backend.describe()
+        )
+    }
+
+    fn properties(&self) -> Vec<(&'static str, String)> {
+        let core = &self.core;
+        let info = core.info();
+        let grid = &core.grid;
+        vec![
+            ("Kind", "GPU".to_string()),
+            ("Name", info.name.clone()),
+            ("Architecture", info.arch.clone()),
+            ("Memory", format!("{} MiB", info.total_memory >> 20)),
+            ("Warp size", grid.warp_size.to_string()),
+            ("Max threads per team", grid.max_threads.to_string()),
+            ("Max teams", grid.max_teams.to_string()),
+            (
+                "Default teams x threads",
+                format!("{} x {}", grid.default_teams, grid.default_threads),
+            ),
+            ("Resident warps", info.hardware_parallelism.to_string()),
+            ("Timer frequency", format!("{} Hz (omp_get_wtime)", info.clock_frequency)),
+            ("Driver", core.backend.describe()),
+        ]
+    }
+}
+
