@@ -1,4 +1,4 @@
-//! `rustomp_plugin::mapping::MappingTable` driven by a sequence of operations, checked after
+//! `omptarget::mapping::table::MappingTable` (the host library's) driven by a sequence of operations, checked after
 //! each one against a model: a plain vector of entries searched linearly.
 //!
 //! Entries are created the way the front creates them: only where a lookup of their range finds
@@ -13,7 +13,7 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use rustomp_plugin::mapping::{Lookup, MapEntry, MappingTable, ShadowPointer};
+use omptarget::mapping::table::{Lookup, MapEntry, MappingTable, ShadowPointer};
 
 const POINTER: usize = std::mem::size_of::<usize>();
 

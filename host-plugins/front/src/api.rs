@@ -7,7 +7,7 @@ use crate::export::exports;
 use crate::target::OFFLOAD_FAIL;
 use crate::runtime::{runtime, DeviceState};
 use crate::tasks;
-use rustomp_plugin::mapping::MapEntry;
+use crate::mapping::table::MapEntry;
 use rustomp_plugin::AllocKind;
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;

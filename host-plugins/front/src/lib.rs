@@ -7,7 +7,7 @@
 //! offload policy are owned here; plugins only allocate, copy, load and launch.
 
 mod api;
-mod data;
+pub mod mapping;
 mod diag;
 mod export;
 mod external;
@@ -16,7 +16,7 @@ mod runtime;
 mod target;
 mod tasks;
 
-use data::{MapItem, MapList};
+use mapping::{MapItem, MapList};
 use export::exports;
 use rustomp_abi::{BinDesc, Ident, KernelArgs, MapType};
 use std::ffi::c_void;
@@ -246,7 +246,7 @@ exports! {
         name: *mut c_void,
     ) {
         on_panic: ();
-        data::push_mapper_component(MapItem {
+        mapping::push_mapper_component(MapItem {
             base,
             begin,
             size,
@@ -258,7 +258,7 @@ exports! {
 
     pub extern "C" fn __tgt_mapper_num_components(_handle: *mut c_void) -> i64 {
         on_panic: 0;
-        data::mapper_num_components()
+        mapping::mapper_num_components()
     }
 }
 

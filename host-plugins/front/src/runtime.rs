@@ -11,7 +11,7 @@ use crate::diag::{self, debug, info};
 use rustomp_abi::{BinDesc, EntryFlags, FptrMapEntry, OffloadEntry};
 use rustomp_plugin::image;
 use rustomp_plugin::layout::IndirectTable;
-use rustomp_plugin::mapping::{MapEntry, MappingTable};
+use crate::mapping::table::{MapEntry, MappingTable};
 use rustomp_plugin::{
     Device, DeviceGlobal, ErrorKind, ImageInfo, KernelHandle, LaunchConfig, LoadedImage, OffloadError, Plugin,
     Result,
@@ -78,7 +78,7 @@ pub struct DeviceState {
     pub id: usize,
     pub backend: Box<dyn Device>,
     table: Mutex<MappingTable>,
-    /// Signalled when a phase of a construct ends its busy ranges (`data::Phase`), if a phase
+    /// Signalled when a phase of a construct ends its busy ranges (`mapping::phase::Phase`), if a phase
     /// waits: `waiting` counts them (changed under the table lock), so the common case, nobody
     /// waiting, costs no futex call.
     transfers_done: Condvar,

@@ -1,7 +1,7 @@
 //! The construct-level operations behind the exports: resolve the device, apply the offload
 //! policy, map, launch, unmap. Failures are reported here with the construct's location.
 
-use crate::data::{self, LaunchArguments, MapList};
+use crate::mapping::{self, LaunchArguments, MapList};
 use crate::diag::{self, debug};
 use crate::profile;
 use crate::runtime::{runtime, DeviceState, Policy};
@@ -153,14 +153,14 @@ pub unsafe fn data_begin(
         return OFFLOAD_SUCCESS;
     };
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
-        data::print_kernel_arguments(device.id, "Entering OpenMP data region with being_mapper", &loc, &list.items);
+        mapping::print_kernel_arguments(device.id, "Entering OpenMP data region with being_mapper", &loc, &list.items);
     }
     // use_device_ptr/addr: the device addresses go back into clang's base array.
     let return_bases = (!bases.is_null()).then(|| {
         // SAFETY: clang's base array has one element per list item.
         unsafe { std::slice::from_raw_parts_mut(bases, list.items.len()) }
     });
-    let mapped = profile::phase(device.id, "map in (data)", list.items.len(), || data::begin(&device, &list.items, return_bases));
+    let mapped = profile::phase(device.id, "map in (data)", list.items.len(), || mapping::begin(&device, &list.items, return_bases));
     report(mapped, &loc, &[])
 }
 
@@ -170,9 +170,9 @@ pub fn data_end(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
         return OFFLOAD_SUCCESS;
     };
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
-        data::print_kernel_arguments(device.id, "Exiting OpenMP data region with end_mapper", &loc, &list.items);
+        mapping::print_kernel_arguments(device.id, "Exiting OpenMP data region with end_mapper", &loc, &list.items);
     }
-    let unmapped = profile::phase(device.id, "map out (data)", list.items.len(), || data::end(&device, &list.items));
+    let unmapped = profile::phase(device.id, "map out (data)", list.items.len(), || mapping::end(&device, &list.items));
     report(unmapped, &loc, &[])
 }
 
@@ -182,9 +182,9 @@ pub fn data_update(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
         return OFFLOAD_SUCCESS;
     };
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
-        data::print_kernel_arguments(device.id, "Updating data within the OpenMP data region with update_mapper", &loc, &list.items);
+        mapping::print_kernel_arguments(device.id, "Updating data within the OpenMP data region with update_mapper", &loc, &list.items);
     }
-    let updated = profile::phase(device.id, "update", list.items.len(), || data::update(&device, &list.items));
+    let updated = profile::phase(device.id, "update", list.items.len(), || mapping::update(&device, &list.items));
     report(updated, &loc, &[])
 }
 
@@ -223,9 +223,9 @@ pub unsafe fn target_kernel(
         )
     };
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
-        data::print_kernel_arguments(device.id, "Entering OpenMP kernel", &loc, &list.items);
+        mapping::print_kernel_arguments(device.id, "Entering OpenMP kernel", &loc, &list.items);
     }
-    let entered = profile::phase(device.id, "map in (target)", list.items.len(), || data::enter_for_launch(&device, &list.items));
+    let entered = profile::phase(device.id, "map in (target)", list.items.len(), || mapping::enter_for_launch(&device, &list.items));
     let LaunchArguments { values, temporaries } = match entered {
         Ok(arguments) => arguments,
         Err(e) => return report(Err(e), &loc, BEGIN_FAILED),
@@ -242,15 +242,15 @@ pub unsafe fn target_kernel(
     // SAFETY: the values follow the kernel's parameter list as clang built it.
     let launched = unsafe { image.launch(kernel, &values, &config) };
     // The private copies are freed once, after the kernel that used them finished.
-    let freed = temporaries.into_iter().try_for_each(|buffer| data::free_device(&device, buffer));
+    let freed = temporaries.into_iter().try_for_each(|buffer| mapping::free_device(&device, buffer));
     if let Err(e) = launched.and(freed) {
         // The construct's references go, its results do not come back (there are none).
-        if let Err(released) = data::release(&device, &list.items) {
+        if let Err(released) = mapping::release(&device, &list.items) {
             debug!("releasing the maps of a failed launch: {released}");
         }
         return report(Err(e), &loc, LAUNCH_FAILED);
     }
-    let unmapped = profile::phase(device.id, "map out (target)", list.items.len(), || data::end(&device, &list.items));
+    let unmapped = profile::phase(device.id, "map out (target)", list.items.len(), || mapping::end(&device, &list.items));
     report(unmapped, &loc, END_FAILED)
 }
 

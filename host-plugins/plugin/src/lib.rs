@@ -8,7 +8,7 @@
 //! ([`layout`]), launch geometry ([`geometry`]), constructors, the indirect-call table, the
 //! host-call port, settings and messages ([`diag`]). The CPU plugin (`host`) implements the
 //! front's traits directly: it has no device environment to publish and no geometry to
-//! compute. The mapping table with its reference counts lives once in [`mapping`].
+//! compute. The mapping table with its reference counts is the front's (`omptarget::mapping`).
 //!
 //! Errors: every fallible call returns [`OffloadError`], which keeps a stable [`ErrorKind`] and a
 //! message naming the device, pointer or image involved. Only the front's `extern "C"` shims
@@ -20,7 +20,6 @@ pub mod geometry;
 pub mod host_call;
 pub mod image;
 pub mod layout;
-pub mod mapping;
 
 use core::ffi::c_void;
 use core::ptr::NonNull;

@@ -1,0 +1,212 @@
+//! One phase of a construct: its table changes, the copies it decided under the lock and
+//! performs after it, and the undo of an entering phase that failed.
+
+use super::items::{
+    entry_name, info_from_device, info_to_device, item_size, non_contiguous_dims, non_contiguous_pieces, MapItem,
+    POINTER_SIZE,
+};
+use super::table::{MappingTable, ShadowPointer};
+use crate::diag::{self, debug, info};
+use crate::runtime::DeviceState;
+use diag::Ptr;
+use rustomp_abi::MapType;
+use rustomp_plugin::{AllocKind, Device, Result};
+use std::ffi::{c_char, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::MutexGuard;
+
+/// Numbers the phases of constructs: the owner of their busy ranges.
+pub(super) static NEXT_PHASE: AtomicU64 = AtomicU64::new(1);
+
+/// One device copy, decided under the table lock and performed after it is released.
+#[derive(Debug)]
+pub(super) enum Transfer {
+    /// Host → device; the attached pointers inside the range then get their device values
+    /// (the host copy holds host addresses there).
+    ToDevice { host: usize, device: usize, size: usize, shadows: Vec<ShadowPointer> },
+    /// Device → host, keeping the host values of the attached pointers inside the range (their
+    /// device copies hold device addresses).
+    FromDevice { host: usize, device: usize, size: usize, shadows: Vec<ShadowPointer> },
+    /// A pointer the runtime computed (an attachment, a lambda capture, a private pointer).
+    Pointer { device: usize, value: usize },
+}
+
+impl Transfer {
+    pub(super) fn perform(&self, backend: &dyn Device) -> Result<()> {
+        let write_pointer = |device: usize, value: usize| {
+            // SAFETY: `device` is a pointer slot inside an entry this phase holds busy, or inside
+            // a private buffer it owns.
+            unsafe { backend.copy_to_device(device as *mut c_void, &value as *const usize as *const c_void, POINTER_SIZE) }
+        };
+        match self {
+            Transfer::ToDevice { host, device, size, shadows } => {
+                // SAFETY: `host` is the user's object of `size` bytes; the device range lies in
+                // an entry this phase holds busy (nobody frees it meanwhile) or in its own buffer.
+                unsafe { backend.copy_to_device(*device as *mut c_void, *host as *const c_void, *size)? };
+                shadows.iter().try_for_each(|s| write_pointer(s.device_address, s.device_value))
+            }
+            Transfer::FromDevice { host, device, size, shadows } => {
+                // SAFETY: each shadow's host address is a pointer variable inside the user's range.
+                let kept: Vec<usize> = shadows.iter().map(|s| unsafe { (s.host_address as *const usize).read_unaligned() }).collect();
+                // SAFETY: as for `ToDevice`.
+                unsafe { backend.copy_from_device(*host as *mut c_void, *device as *const c_void, *size)? };
+                for (shadow, value) in shadows.iter().zip(kept) {
+                    debug!("keeping host pointer at {:#x} = {value:#x}", shadow.host_address);
+                    // SAFETY: as above.
+                    unsafe { (shadow.host_address as *mut usize).write_unaligned(value) };
+                }
+                Ok(())
+            }
+            Transfer::Pointer { device, value } => write_pointer(*device, *value),
+        }
+    }
+}
+
+/// A table change of an entering phase, undone when the phase fails.
+#[derive(Debug)]
+pub(super) enum Undo {
+    Created(usize),
+    Counted { key: usize, hold: bool },
+    Attached { key: usize, host_address: usize, previous: Option<ShadowPointer> },
+}
+
+/// One phase of a construct (entering, leaving, update): the table changes it made under the
+/// lock, the copies they call for, performed after the lock is released (transfers of
+/// different entries overlap, see `MappingTable::mark_busy`), and the allocations to free.
+pub(super) struct Phase<'d> {
+    pub(super) device: &'d DeviceState,
+    pub(super) owner: u64,
+    pub(super) transfers: Vec<Transfer>,
+    pub(super) undo: Vec<Undo>,
+    /// Device memory of entries that left the table: freed once the copies are done.
+    pub(super) frees: Vec<usize>,
+}
+
+impl<'d> Phase<'d> {
+    /// A new phase and the device's table, once no other phase has copies in flight for what
+    /// `items` touch. A phase waits only while it holds nothing busy itself: no deadlock.
+    pub(super) fn start<'a>(device: &'d DeviceState, items: impl Iterator<Item = &'a MapItem> + Clone) -> (Self, MutexGuard<'d, MappingTable>) {
+        let owner = NEXT_PHASE.fetch_add(1, Ordering::Relaxed);
+        let mut table = device.table();
+        while table.has_busy() && items.clone().any(|item| touches_busy(&table, item, owner)) {
+            table = device.wait_for_transfers(table);
+        }
+        (Self { device, owner, transfers: Vec::new(), undo: Vec::new(), frees: Vec::new() }, table)
+    }
+
+    /// Marks the entry at `key` busy: its data is in flight.
+    pub(super) fn hold(&self, table: &mut MappingTable, key: usize) {
+        if let Some(entry) = table.get(key) {
+            let (begin, end) = (entry.host_begin, entry.host_end);
+            table.mark_busy(begin, end, self.owner);
+        }
+    }
+
+    /// Copies host → device into entry `key`.
+    pub(super) fn copy_to(&mut self, table: &mut MappingTable, key: usize, host: usize, device_address: usize, size: usize) {
+        info_to_device(self.device, host, device_address, size, || entry_name(table, key));
+        let shadows = table.shadows_within(key, host, size);
+        self.hold(table, key);
+        self.transfers.push(Transfer::ToDevice { host, device: device_address, size, shadows });
+    }
+
+    /// Copies device → host from entry `key`.
+    pub(super) fn copy_from(&mut self, table: &mut MappingTable, key: usize, host: usize, device_address: usize, size: usize) {
+        info_from_device(self.device, host, device_address, size, || entry_name(table, key));
+        let shadows = table.shadows_within(key, host, size);
+        self.hold(table, key);
+        self.transfers.push(Transfer::FromDevice { host, device: device_address, size, shadows });
+    }
+
+    /// Performs the copies outside the lock, then ends this phase's busy ranges and frees what
+    /// left the table. A failure, of the table changes (`decided`) or of a copy, undoes the
+    /// changes of an entering phase (`undo_on_failure`: the construct did not happen, and its
+    /// new entries go); a leaving phase still completes what it decided (an entry whose last
+    /// reference went is removed and freed, even when its copy back failed).
+    pub(super) fn complete(mut self, mut table: MutexGuard<'d, MappingTable>, decided: Result<()>, undo_on_failure: bool) -> Result<()> {
+        if decided.is_err() && undo_on_failure {
+            self.transfers.clear();
+            self.undo(&mut table);
+        }
+        let mut copied = Ok(());
+        if !self.transfers.is_empty() {
+            drop(table);
+            let backend = &*self.device.backend;
+            copied = self.transfers.iter().try_for_each(|t| t.perform(backend));
+            table = self.device.table();
+            if copied.is_err() && undo_on_failure {
+                self.undo(&mut table);
+            }
+        }
+        crate::profile::table_size(self.device.id, table.len());
+        if table.release(self.owner) {
+            self.device.transfers_ended(&table);
+        }
+        drop(table);
+        let mut freed = Ok(());
+        for ptr in self.frees.drain(..) {
+            freed = freed.and(free_device(self.device, ptr));
+        }
+        decided.and(copied).and(freed)
+    }
+
+    /// Removes the entry at `key` (LLVM's 0x8 line gives `size`, the item's, else the entry's);
+    /// its device memory, if the runtime allocated it, goes to the phase's frees.
+    pub(super) fn remove_entry(&mut self, table: &mut MappingTable, key: usize, size: Option<usize>) {
+        let Some((entry, allocation)) = table.remove_with_allocation(key) else { return };
+        info!(
+            diag::infotype::MAPPING_CHANGED,
+            self.device.id,
+            "Removing map entry with HstPtrBegin={}, TgtPtrBegin={}, Size={}, Name={}",
+            Ptr(entry.host_begin),
+            Ptr(entry.device_begin),
+            size.unwrap_or(entry.host_end - entry.host_begin),
+            diag::map_name(entry.name as *const c_char)
+        );
+        if entry.owned {
+            self.frees.push(allocation);
+        }
+    }
+
+    pub(super) fn undo(&mut self, table: &mut MappingTable) {
+        for change in std::mem::take(&mut self.undo).into_iter().rev() {
+            match change {
+                Undo::Created(key) => self.remove_entry(table, key, None),
+                Undo::Counted { key, hold } => {
+                    if let Some(entry) = table.get_mut(key) {
+                        let counter = if hold { &mut entry.hold_refs } else { &mut entry.dynamic_refs };
+                        *counter = counter.saturating_sub(1);
+                    }
+                }
+                Undo::Attached { key, host_address, previous } => table.detach(key, host_address, previous),
+            }
+        }
+    }
+}
+
+/// Frees device memory the runtime allocated for a map entry or a private copy.
+pub fn free_device(device: &DeviceState, ptr: usize) -> Result<()> {
+    // SAFETY: callers pass device memory this runtime allocated on `device` (an entry's or a
+    // private copy's), when its last reference goes, once.
+    unsafe { device.backend.free(ptr as *mut c_void, AllocKind::Device) }
+}
+
+/// Whether what `item` looks up overlaps a range another phase (not `owner`) has copies in
+/// flight for.
+pub(super) fn touches_busy(table: &MappingTable, item: &MapItem, owner: u64) -> bool {
+    let (base, begin, size) = (item.base as usize, item.begin as usize, item_size(item));
+    if item.kind.contains(MapType::LITERAL) {
+        return false;
+    }
+    if item.kind.contains(MapType::NON_CONTIG) {
+        return non_contiguous_dims(item)
+            .is_some_and(|dims| non_contiguous_pieces(dims).iter().any(|&(o, n)| table.is_blocked(base.wrapping_add(o as usize), n.max(0) as usize, owner)));
+    }
+    if item.kind.contains(MapType::ATTACH) {
+        // The pointer variable at `base` and the pointee at `begin`.
+        return table.is_blocked(base, size.max(POINTER_SIZE), owner) || table.is_blocked(begin, 0, owner);
+    }
+    let pointer = item.kind.contains(MapType::PTR_AND_OBJ) && table.is_blocked(base, POINTER_SIZE, owner);
+    pointer || table.is_blocked(begin, size, owner)
+}
+
