@@ -1,0 +1,44 @@
+//! The OpenMP device API (`omp_target_*`, `omp_get_*device*`) and LLVM's extensions, by family:
+//! [`devices`] (numbering and uids), [`memory`] (allocation), [`copies`] (plain, rectangular,
+//! asynchronous, fills), [`association`] (presence, mapped pointers, associated pointers),
+//! [`interop`] (`omp interop`), [`host_call`]. The initial (host) device is number
+//! `omp_get_num_devices()`. Each export's `on_panic` value is what LLVM returns when that call
+//! fails (see `export`).
+
+pub(crate) mod association;
+pub(crate) mod copies;
+pub(crate) mod devices;
+pub(crate) mod host_call;
+pub(crate) mod interop;
+pub(crate) mod memory;
+
+
+use crate::diag;
+use crate::runtime::{runtime, DeviceState};
+use std::sync::Arc;
+
+/// `omp_invalid_device` in clang-22's omp.h.
+const OMP_INVALID_DEVICE: i32 = -2;
+
+fn initial_device() -> i32 {
+    runtime().num_devices() as i32
+}
+
+fn device(id: i32, what: &str) -> Option<Arc<DeviceState>> {
+    if id < 0 {
+        diag::error(&format!("{what}: device number {id} is not valid"));
+        return None;
+    }
+    match runtime().device(id as usize) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            diag::error(&format!("{what}: {e}"));
+            None
+        }
+    }
+}
+
+/// Whether `device_num` names the host or a device that exists (else says which call named it).
+fn known_device(device_num: i32, what: &str) -> bool {
+    device_num == initial_device() || device(device_num, what).is_some()
+}
