@@ -549,16 +549,7 @@ impl Runtime {
                 // pointer a region captures arrives as the device's address.
                 let host = entry.address as usize;
                 if flags.contains(EntryFlags::INDIRECT) && table.find(host, POINTER_BYTES).is_none() {
-                    table.insert(MapEntry {
-                        host_begin: host,
-                        host_end: host + POINTER_BYTES,
-                        device_begin: device_fn as usize,
-                        dynamic_refs: 1,
-                        hold_refs: 0,
-                        infinite: true,
-                        owned: false,
-                        name: entry.symbol_name as usize,
-                    });
+                    table.insert(MapEntry::infinite(host, POINTER_BYTES, device_fn as usize, entry.symbol_name as usize));
                     loaded.globals.push(host);
                 }
             } else if entry.size == 0 {
@@ -583,16 +574,7 @@ impl Runtime {
                     // SAFETY: the host entry's global holds `size` bytes; the device global too.
                     unsafe { state.backend.copy_to_device(symbol.address, entry.address, entry.size as usize)? };
                 }
-                table.insert(MapEntry {
-                    host_begin: host,
-                    host_end: host + entry.size as usize,
-                    device_begin: symbol.address as usize,
-                    dynamic_refs: 1,
-                    hold_refs: 0,
-                    infinite: true,
-                    owned: false,
-                    name: entry.symbol_name as usize,
-                });
+                table.insert(MapEntry::infinite(host, entry.size as usize, symbol.address as usize, entry.symbol_name as usize));
                 loaded.globals.push(host);
             }
         }

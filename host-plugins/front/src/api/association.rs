@@ -74,16 +74,7 @@ exports! {
             diag::error("Not allowed to re-associate a different device ptr+offset with the same host ptr");
             return OFFLOAD_FAIL;
         }
-        table.insert(MapEntry {
-            host_begin: host,
-            host_end: host + size,
-            device_begin: target,
-            dynamic_refs: 1,
-            hold_refs: 0,
-            infinite: true,
-            owned: false,
-            name: 0,
-        });
+        table.insert(MapEntry::infinite(host, size, target, 0));
         0
     }
 

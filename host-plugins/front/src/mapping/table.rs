@@ -36,6 +36,22 @@ pub struct MapEntry {
 }
 
 impl MapEntry {
+    /// An entry that unmapping never removes (`declare target` globals, indirect functions,
+    /// associated pointers): `[host, host + bytes)` at `device`, owned by whoever made `device`
+    /// (not this table), named by the C string at `name` (0: none).
+    pub fn infinite(host: usize, bytes: usize, device: usize, name: usize) -> Self {
+        MapEntry {
+            host_begin: host,
+            host_end: host + bytes,
+            device_begin: device,
+            dynamic_refs: 1,
+            hold_refs: 0,
+            infinite: true,
+            owned: false,
+            name,
+        }
+    }
+
     pub fn total_refs(&self) -> u64 {
         self.dynamic_refs + self.hold_refs
     }
