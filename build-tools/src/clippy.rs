@@ -8,6 +8,9 @@
 //!    stays in `target/device-clippy` (apart from the bitcode builds in `target/device`), so a
 //!    rerun only checks what changed.
 //!
+//! 3. formatting: `cargo fmt --all --check` (rustfmt's defaults; the fuzz workspace too), so
+//!    unformatted code fails like a lint.
+//!
 //! Every run happens even when an earlier one fails; the command fails when any reports a
 //! warning, and prints how long each took.
 
@@ -43,6 +46,17 @@ pub fn run() -> Result<()> {
             devicertl::device_cargo(t, "clippy", &target_dir).args(DENY_WARNINGS),
         )?;
     }
+
+    timed(
+        "formatting (cargo fmt --all --check)".into(),
+        Cmd::new(util::cargo()).in_root().args(["fmt", "--all", "--check"]),
+    )?;
+    timed(
+        "formatting of fuzz/ (its own workspace)".into(),
+        Cmd::new(util::cargo())
+            .in_root()
+            .args(["fmt", "--all", "--check", "--manifest-path", "fuzz/Cargo.toml"]),
+    )?;
 
     for (name, took, ok) in &runs {
         let verdict = if *ok { "clean" } else { "FAILED" };

@@ -23,10 +23,10 @@ pub const DEB_PACKAGES: [&str; 7] = [
     "libhsa-runtime64-1",
 ];
 
-/// The components of rust-toolchain.toml the tasks need (rustfmt is for people, not the tasks).
-/// The device link needs none of rustup's LLVM tools: rustc emits bitcode and Debian's
-/// `llvm-link-22` (the same LLVM 22 as clang-22) links it.
-pub const RUST_COMPONENTS: [&str; 2] = ["rust-src", "clippy"];
+/// The components of rust-toolchain.toml the tasks need (rustfmt: `cargo xtask clippy` checks
+/// the formatting). The device link needs none of rustup's LLVM tools: rustc emits bitcode and
+/// Debian's `llvm-link-22` (the same LLVM 22 as clang-22) links it.
+pub const RUST_COMPONENTS: [&str; 3] = ["rust-src", "clippy", "rustfmt"];
 
 /// Where `--cuda-path` points: a symlink to the pip package's `nvidia/cu13`.
 pub fn cuda_dir() -> PathBuf {
