@@ -10,6 +10,7 @@ mod devicertl;
 mod fuzz;
 mod host;
 mod install;
+mod modules;
 mod sanitize;
 mod setup;
 mod test;
@@ -30,7 +31,10 @@ Commands:
                       --runtime=llvm builds against LLVM's libomptarget instead
   demo [--no-setup]   setup, build, compile examples/saxpy.c and run it offloaded
   clippy              clippy -D warnings: the host workspace (all targets) and devicertl for
-                      nvptx64 and amdgcn as the device build compiles it; prints each run's time
+                      nvptx64 and amdgcn as the device build compiles it, and cargo fmt --check;
+                      prints each run's time
+  modules [--graph]   each crate's module dependencies: fails on a cycle (two modules that use
+                      each other); --graph prints every module's uses
   test [--quick]      clippy, cargo test, runtime builds, device-symbol check of the ABI probes, and the
                       program corpus (tests/programs) against rustomp and LLVM; --quick skips the corpus
   test --gpu          the corpus on a GPU (RUSTOMP_GPU_ARCH, default sm_90; gfx* for AMD); skipped without its driver
@@ -106,6 +110,10 @@ fn dispatch(args: &[String]) -> Result<i32> {
         "clippy" => {
             flags(cmd, rest, &[])?;
             clippy::run()?;
+        }
+        "modules" => {
+            flags(cmd, rest, &["--graph"])?;
+            return modules::run(rest);
         }
         "cc" => return cc::run(false, rest),
         "c++" | "cxx" => return cc::run(true, rest),

@@ -2,8 +2,8 @@
 //! the globals the generic layer writes (the device environment, the indirect-call table, the
 //! host-call port), symbol lookups by kind, and the device `printf` drain.
 
-use super::device::{Allocation, DeviceCore};
-use super::launch::Kernel;
+use super::shared::{Allocation, DeviceCore};
+use super::kernel::Kernel;
 use super::{locked, Backend, GlobalSymbol, Initializers};
 use crate::diag;
 use crate::image::{self, ImageKind, KernelParameters};

@@ -2,7 +2,7 @@
 //! ([`Initializers`]): an array the plugin builds from `__init_array_object_*` pointers in
 //! priority order (NVPTX), or the linker's `.init_array` (AMDGPU); one thread runs them.
 
-use super::device::Allocation;
+use super::shared::Allocation;
 use super::{Backend, GenericImage, Initializers, KernelLaunch};
 use crate::diag;
 use crate::image;

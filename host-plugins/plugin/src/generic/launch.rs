@@ -3,7 +3,8 @@
 //! ([`crate::geometry`]), the launch environment and teams-reduction buffer, host calls served
 //! while it runs.
 
-use super::device::Allocation;
+use super::shared::Allocation;
+use super::kernel::{Kernel, KernelFacts};
 use super::{locked, Backend, GenericImage, KernelLaunch, KernelParameters};
 use crate::diag;
 use crate::geometry::{self, KernelShape};
@@ -11,25 +12,6 @@ use crate::layout;
 use crate::{AllocKind, ErrorKind, KernelHandle, LaunchConfig, OffloadError, Result};
 use core::ffi::c_void;
 use rustomp_abi::{exec_mode, symbols, ConfigurationEnvironment};
-use std::sync::OnceLock;
-
-/// A kernel of an image, looked up by the front through `LoadedImage::kernel`.
-pub(super) struct Kernel<B: Backend> {
-    pub(super) name: String,
-    pub(super) function: B::Function,
-    /// Read at the first launch.
-    pub(super) facts: OnceLock<std::result::Result<KernelFacts, OffloadError>>,
-}
-
-#[derive(Clone, Copy)]
-pub(super) struct KernelFacts {
-    pub(super) config: ConfigurationEnvironment,
-    pub(super) shape: KernelShape,
-    pub(super) reduction_bytes: usize,
-    /// What the kernel declares (driver first, else the image), `None` when neither says.
-    pub(super) parameters: Option<KernelParameters>,
-}
-
 
 impl<B: Backend> GenericImage<B> {
     pub(super) fn read_facts(&self, kernel: &Kernel<B>) -> Result<KernelFacts> {

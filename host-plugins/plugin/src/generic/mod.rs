@@ -18,13 +18,15 @@
 //! - the `LIBOMPTARGET_*` / `OMP_*` settings ([`crate::diag::Settings`]) and the messages
 //!   naming the device.
 //!
-//! Files: [`backend`] (the contract), [`plugin`], [`device`], [`image`], [`initializers`],
-//! [`launch`], [`staging`].
+//! Files: [`backend`] (the contract), [`plugin`], [`shared`] (what a device and its images
+//! share), [`device`], [`image`], [`kernel`], [`initializers`], [`launch`], [`staging`].
 
 mod backend;
+mod shared;
 mod device;
 mod image;
 mod initializers;
+mod kernel;
 mod launch;
 mod plugin;
 mod staging;

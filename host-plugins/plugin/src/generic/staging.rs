@@ -17,7 +17,7 @@
 //! made at the first large copy and kept for the device's life; concurrent large copies each
 //! take their own set.
 
-use super::device::{Allocation, DeviceCore};
+use super::shared::{Allocation, DeviceCore};
 use super::Backend;
 use crate::{AllocKind, Result};
 use std::collections::BTreeMap;
