@@ -2,13 +2,12 @@
 //! layer (memory pools, copies, code objects, symbols, AQL dispatch). Nothing here knows about
 //! OpenMP beyond the code object v5 implicit kernel arguments.
 
+use crate::hsa::result as r;
 use crate::hsa::sys::*;
-use crate::hsa::{self, check, failed, HsaError, HsaResult};
-use core::ffi::{c_char, c_void};
+use crate::hsa::{self, check, failed, released, HsaResult};
+use core::ffi::c_void;
 use rustomp_plugin::diag::Settings;
-use rustomp_plugin::generic::{
-    Backend, DeviceInfo, GlobalSymbol, Initializers, KernelLaunch,
-};
+use rustomp_plugin::generic::{Backend, DeviceInfo, GlobalSymbol, Initializers, KernelLaunch};
 use rustomp_plugin::geometry::{GridValues, AMDGPU_GRID_VALUES};
 use rustomp_plugin::image::{ImageKind, TargetId};
 use rustomp_plugin::{AllocKind, ErrorKind, OffloadError, Result};
@@ -60,30 +59,19 @@ pub struct AgentProps {
 }
 
 fn agent_info<T: Default>(api: &Api, agent: Agent, attribute: u32) -> HsaResult<T> {
-    // SAFETY: callers pass the type each attribute documents (hsa.h, hsa_ext_amd.h).
-    unsafe {
-        hsa::info(api, "hsa_agent_get_info", |out| {
-            (api.agent_get_info)(agent, attribute, out)
-        })
-    }
+    // SAFETY: an agent the runtime listed; callers pass the type each attribute documents
+    // (hsa.h, hsa_ext_amd.h).
+    unsafe { r::agent_get_info(api, agent, attribute) }
 }
 
 fn pool_info<T: Default>(api: &Api, pool: MemoryPool, attribute: u32) -> HsaResult<T> {
-    // SAFETY: as in `agent_info`.
-    unsafe {
-        hsa::info(api, "hsa_amd_memory_pool_get_info", |out| {
-            (api.amd_memory_pool_get_info)(pool, attribute, out)
-        })
-    }
+    // SAFETY: a pool the runtime listed; callers pass the type each attribute documents.
+    unsafe { r::amd_memory_pool_get_info(api, pool, attribute) }
 }
 
 fn system_info<T: Default>(api: &Api, attribute: u32) -> HsaResult<T> {
-    // SAFETY: as in `agent_info`.
-    unsafe {
-        hsa::info(api, "hsa_system_get_info", |out| {
-            (api.system_get_info)(attribute, out)
-        })
-    }
+    // SAFETY: callers pass the type each attribute documents (hsa.h).
+    unsafe { r::system_get_info(api, attribute) }
 }
 
 /// A pool's facts that decide what it is used for.
@@ -96,12 +84,8 @@ struct PoolFacts {
 }
 
 fn pools(api: &Api, agent: Agent) -> HsaResult<Vec<PoolFacts>> {
-    // SAFETY: the iterator calls back with memory pools of `agent` before returning.
-    let pools = unsafe {
-        hsa::collect::<MemoryPool>(api, "hsa_amd_agent_iterate_memory_pools", |f, data| {
-            (api.amd_agent_iterate_memory_pools)(agent, f, data)
-        })
-    }?;
+    // SAFETY: an agent the runtime listed.
+    let pools = unsafe { r::amd_agent_iterate_memory_pools(api, agent) }?;
     pools
         .into_iter()
         .map(|pool| {
@@ -125,37 +109,18 @@ fn pool_with(pools: &[PoolFacts], flags: u32) -> Option<&PoolFacts> {
 
 /// The agent's first ISA name (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`).
 fn isa_name(api: &Api, agent: Agent) -> HsaResult<String> {
-    // SAFETY: the iterator calls back with ISAs of `agent` before returning.
-    let isas = unsafe {
-        hsa::collect::<Isa>(api, "hsa_agent_iterate_isas", |f, data| {
-            (api.agent_iterate_isas)(agent, f, data)
-        })
-    }?;
+    // SAFETY: an agent the runtime listed.
+    let isas = unsafe { r::agent_iterate_isas(api, agent) }?;
     let Some(&isa) = isas.first() else {
         return Ok(String::new());
     };
-    // SAFETY: NAME_LENGTH is a u32.
-    let length: u32 = unsafe {
-        hsa::info(api, "hsa_isa_get_info_alt", |out| {
-            (api.isa_get_info_alt)(isa, isa_info::NAME_LENGTH, out)
-        })
-    }?;
-    let mut name = vec![0u8; length as usize + 1];
-    check(api, "hsa_isa_get_info_alt", {
-        // SAFETY: NAME writes NAME_LENGTH bytes, which `name` holds.
-        unsafe { (api.isa_get_info_alt)(isa, isa_info::NAME, name.as_mut_ptr() as *mut c_void) }
-    })?;
-    Ok(hsa::name_of(&name))
+    // SAFETY: an ISA the runtime listed.
+    unsafe { r::isa_get_name(api, isa) }
 }
 
 /// Every GPU agent that can run kernels, with the host pools it is served from.
 pub fn discover(api: &Api) -> HsaResult<Vec<AgentProps>> {
-    // SAFETY: the iterator calls back with every agent before returning.
-    let agents = unsafe {
-        hsa::collect::<Agent>(api, "hsa_iterate_agents", |f, data| {
-            (api.iterate_agents)(f, data)
-        })
-    }?;
+    let agents = r::iterate_agents(api)?;
     let mut hosts = Vec::new();
     let mut gpus = Vec::new();
     for agent in agents {
@@ -275,26 +240,14 @@ pub struct Module {
 
 impl Drop for Module {
     fn drop(&mut self) {
-        // SAFETY: created in `load_module`, destroyed once; no kernel of it runs any more.
-        let results = unsafe {
-            [
-                check(
-                    self.api,
-                    "hsa_executable_destroy",
-                    (self.api.executable_destroy)(self.executable),
-                ),
-                check(
-                    self.api,
-                    "hsa_code_object_reader_destroy",
-                    (self.api.code_object_reader_destroy)(self.reader),
-                ),
-            ]
-        };
-        for result in results {
-            if let Err(e) = result {
-                rustomp_plugin::diag::debug("amdgpu", format_args!("unloading a code object: {e}"));
-            }
-        }
+        released("an HSA executable", {
+            // SAFETY: created in `load_module`, destroyed once; no kernel of it runs any more.
+            unsafe { r::executable_destroy(self.api, self.executable) }
+        });
+        released("a code object reader", {
+            // SAFETY: created in `load_module`, destroyed once, after its executable.
+            unsafe { r::code_object_reader_destroy(self.api, self.reader) }
+        });
     }
 }
 
@@ -334,12 +287,10 @@ unsafe impl Sync for AmdgpuDevice {}
 
 impl Drop for AmdgpuDevice {
     fn drop(&mut self) {
-        // SAFETY: created in `open`, destroyed once; every dispatch waited for its packet.
-        if let Err(e) = check(self.api, "hsa_queue_destroy", unsafe {
-            (self.api.queue_destroy)(self.queue)
-        }) {
-            rustomp_plugin::diag::debug("amdgpu", format_args!("destroying a queue: {e}"));
-        }
+        released("an HSA queue", {
+            // SAFETY: created in `open`, destroyed once; every dispatch waited for its packet.
+            unsafe { r::queue_destroy(self.api, self.queue) }
+        });
     }
 }
 
@@ -351,19 +302,17 @@ struct CompletionSignal<'a> {
 
 impl<'a> CompletionSignal<'a> {
     fn new(api: &'a Api) -> HsaResult<Self> {
-        let mut signal = Signal::default();
-        // SAFETY: no consumer list (0, null); writes one handle to a live local.
-        check(api, "hsa_signal_create", unsafe {
-            (api.signal_create)(1, 0, std::ptr::null(), &mut signal)
-        })?;
+        let signal = r::signal_create(api, 1)?;
         Ok(Self { api, signal })
     }
 }
 
 impl Drop for CompletionSignal<'_> {
     fn drop(&mut self) {
-        // SAFETY: created in `new`, destroyed once, after the wait on it ended.
-        let _ = unsafe { (self.api.signal_destroy)(self.signal) };
+        released("a completion signal", {
+            // SAFETY: created in `new`, destroyed once, after the wait on it ended.
+            unsafe { r::signal_destroy(self.api, self.signal) }
+        });
     }
 }
 
@@ -383,29 +332,25 @@ impl<'a> HostSide<'a> {
         bytes: usize,
         fill: bool,
     ) -> Result<(Self, *mut c_void)> {
-        let api = device.api;
-        let mut agent = device.props.agent;
-        let mut agent_address: *mut c_void = std::ptr::null_mut();
+        let mut agents = [device.props.agent];
         // SAFETY: `host` is the caller's live range of `bytes`; the lock is undone in `drop`.
-        let status = unsafe {
-            (api.amd_memory_lock)(
-                host as *mut c_void,
-                bytes,
-                &mut agent,
-                1,
-                &mut agent_address,
-            )
-        };
-        if status == STATUS_SUCCESS {
-            let locked = Self {
-                device,
-                locked: Some(host as *mut c_void),
-                staging: None,
-            };
-            if !agent_address.is_null() {
-                return Ok((locked, agent_address));
+        match unsafe { r::amd_memory_lock(device.api, host as *mut c_void, bytes, &mut agents) } {
+            Ok(agent_address) => {
+                let locked = Self {
+                    device,
+                    locked: Some(host as *mut c_void),
+                    staging: None,
+                };
+                if !agent_address.is_null() {
+                    return Ok((locked, agent_address));
+                }
+                // No address for the GPU: unlocked again (by `drop`) and staged instead.
             }
-            // No address for the GPU: unlocked again (by `drop`) and staged instead.
+            // Memory the runtime cannot lock is staged instead.
+            Err(e) => rustomp_plugin::diag::debug(
+                "amdgpu",
+                format_args!("staging host memory instead: {e}"),
+            ),
         }
         let buffer = device.alloc(bytes, AllocKind::Host)? as *mut c_void;
         if fill {
@@ -435,12 +380,16 @@ impl Drop for HostSide<'_> {
     fn drop(&mut self) {
         let api = self.device.api;
         if let Some(host) = self.locked {
-            // SAFETY: locked in `new`; the copy using it has finished.
-            let _ = unsafe { (api.amd_memory_unlock)(host) };
+            released("locked host memory", {
+                // SAFETY: locked in `new`; the copy using it has finished.
+                unsafe { r::amd_memory_unlock(api, host) }
+            });
         }
         if let Some((buffer, _, _)) = self.staging {
-            // SAFETY: allocated in `new` from the host pool; the copy using it has finished.
-            let _ = unsafe { self.device.free(buffer as u64, AllocKind::Host) };
+            released("a staging buffer", {
+                // SAFETY: allocated in `new` from the host pool; the copy using it has finished.
+                unsafe { r::amd_memory_pool_free(api, buffer) }
+            });
         }
     }
 }
@@ -454,23 +403,18 @@ impl AmdgpuDevice {
             });
         // Queue sizes are powers of two within the agent's limit.
         let size = size.next_power_of_two().min(props.queue_max_size.max(2));
-        let mut queue: *mut Queue = std::ptr::null_mut();
-        check(api, "hsa_queue_create", {
-            // SAFETY: a GPU agent of this runtime; the callback data outlives the queue (it is
-            // dropped after the queue is destroyed, see `Drop`).
-            unsafe {
-                (api.queue_create)(
-                    props.agent,
-                    size,
-                    queue_type::MULTI,
-                    Some(on_queue_error),
-                    &*queue_error as *const AtomicU32 as *mut c_void,
-                    u32::MAX,
-                    u32::MAX,
-                    &mut queue,
-                )
-            }
-        })
+        // SAFETY: a GPU agent of this runtime; the callback data outlives the queue (it is
+        // dropped after the queue is destroyed, see `Drop`).
+        let queue = unsafe {
+            r::queue_create(
+                api,
+                props.agent,
+                size,
+                queue_type::MULTI,
+                Some(on_queue_error),
+                &*queue_error as *const AtomicU32 as *mut c_void,
+            )
+        }
         .map_err(failed(ErrorKind::DeviceUnavailable))?;
         if queue.is_null() {
             return Err(OffloadError::new(
@@ -502,7 +446,7 @@ impl AmdgpuDevice {
         loop {
             let served = while_running.as_mut().is_some_and(|serve| serve());
             // SAFETY: a live signal of this runtime.
-            if unsafe { (api.signal_load_scacquire)(signal) } < 1 {
+            if unsafe { r::signal_load_scacquire(api, signal) } < 1 {
                 return Ok(());
             }
             let error = self.queue_error.load(Ordering::Acquire);
@@ -516,9 +460,11 @@ impl AmdgpuDevice {
                 ));
             }
             if !served {
-                // SAFETY: as above; returns on the condition or after about `hint` ticks.
+                // SAFETY: as above; returns on the condition or after about `hint` ticks. The
+                // value it saw is not needed: the loop loads the signal again.
                 unsafe {
-                    (api.signal_wait_scacquire)(
+                    r::signal_wait_scacquire(
+                        api,
                         signal,
                         signal_condition::LT,
                         1,
@@ -544,21 +490,10 @@ impl AmdgpuDevice {
     ) -> Result<()> {
         let api = self.api;
         let signal = CompletionSignal::new(api).map_err(failed(ErrorKind::TransferFailed))?;
-        check(api, "hsa_amd_memory_async_copy", {
-            // SAFETY: the caller's ranges; no dependencies; the signal lives until the wait ended.
-            unsafe {
-                (api.amd_memory_async_copy)(
-                    dst,
-                    dst_agent,
-                    src,
-                    src_agent,
-                    bytes,
-                    0,
-                    std::ptr::null(),
-                    signal.signal,
-                )
-            }
-        })
+        // SAFETY: the caller's ranges, valid until the wait below ends; the signal lives until then.
+        unsafe {
+            r::amd_memory_async_copy(api, dst, dst_agent, src, src_agent, bytes, signal.signal)
+        }
         .map_err(failed(ErrorKind::TransferFailed))?;
         self.wait(signal.signal, None)
             .map_err(|why| OffloadError::new(ErrorKind::TransferFailed, why))
@@ -607,9 +542,10 @@ impl AmdgpuDevice {
             )
         };
         // SAFETY: a valid queue; the index reserves one slot for this thread.
-        let index = unsafe { (api.queue_add_write_index_relaxed)(queue, 1) };
+        let index = unsafe { r::queue_add_write_index_relaxed(api, queue, 1) };
         // SAFETY: as above.
-        while index.wrapping_sub(unsafe { (api.queue_load_read_index_scacquire)(queue) }) >= size {
+        while index.wrapping_sub(unsafe { r::queue_load_read_index_scacquire(api, queue) }) >= size
+        {
             std::thread::yield_now();
         }
         // SAFETY: `index % size` is a slot of the queue's ring that this thread reserved and
@@ -624,7 +560,7 @@ impl AmdgpuDevice {
             );
             let header_and_setup = u32::from(packet.header) | u32::from(packet.setup) << 16;
             AtomicU32::from_ptr(slot as *mut u32).store(header_and_setup, Ordering::Release);
-            (api.signal_store_relaxed)(doorbell, index as i64);
+            r::signal_store_relaxed(api, doorbell, index as i64);
         }
     }
 }
@@ -675,10 +611,8 @@ impl Backend for AmdgpuDevice {
 
     unsafe fn free(&self, address: u64, _kind: AllocKind) -> Result<()> {
         // SAFETY: the caller's contract: `address` came from `alloc`, once.
-        check(self.api, "hsa_amd_memory_pool_free", unsafe {
-            (self.api.amd_memory_pool_free)(address as *mut c_void)
-        })
-        .map_err(failed(ErrorKind::InvalidArgument))
+        unsafe { r::amd_memory_pool_free(self.api, address as *mut c_void) }
+            .map_err(failed(ErrorKind::InvalidArgument))
     }
 
     unsafe fn copy_to_device(&self, device: u64, host: *const u8, bytes: usize) -> Result<()> {
@@ -729,54 +663,31 @@ impl Backend for AmdgpuDevice {
     fn load_module(&self, bytes: &[u8], _kind: &ImageKind) -> Result<Module> {
         let api = self.api;
         let fail = failed(ErrorKind::InvalidImage);
-        let mut reader = CodeObjectReader::default();
-        // SAFETY: the runtime copies what it needs of the bytes before returning.
-        check(api, "hsa_code_object_reader_create_from_memory", unsafe {
-            (api.code_object_reader_create_from_memory)(
-                bytes.as_ptr() as *const c_void,
-                bytes.len(),
-                &mut reader,
-            )
-        })
-        .map_err(&fail)?;
-        let mut executable = Executable::default();
-        // SAFETY: plain values; writes one handle to a live local.
-        let created = check(api, "hsa_executable_create_alt", unsafe {
-            (api.executable_create_alt)(
-                profile::FULL,
-                float_rounding_mode::DEFAULT,
-                std::ptr::null(),
-                &mut executable,
-            )
-        });
-        if let Err(e) = created {
-            // SAFETY: created above, not used elsewhere.
-            let _ = unsafe { (api.code_object_reader_destroy)(reader) };
-            return Err(e.error(ErrorKind::InvalidImage));
-        }
+        // SAFETY: `bytes` outlives this function, and the only load from the reader is below.
+        let reader =
+            unsafe { r::code_object_reader_create_from_memory(api, bytes) }.map_err(&fail)?;
+        let executable =
+            match r::executable_create_alt(api, profile::FULL, float_rounding_mode::DEFAULT) {
+                Ok(executable) => executable,
+                Err(e) => {
+                    released("a code object reader", {
+                        // SAFETY: created above, not used elsewhere.
+                        unsafe { r::code_object_reader_destroy(api, reader) }
+                    });
+                    return Err(e.error(ErrorKind::InvalidImage));
+                }
+            };
         // Owned from here: an error below destroys both.
         let module = Module {
             api,
             executable,
             reader,
         };
-        let mut loaded = LoadedCodeObject::default();
-        // SAFETY: live handles of this runtime and a GPU agent.
-        check(api, "hsa_executable_load_agent_code_object", unsafe {
-            (api.executable_load_agent_code_object)(
-                executable,
-                self.props.agent,
-                reader,
-                std::ptr::null(),
-                &mut loaded,
-            )
-        })
-        .map_err(&fail)?;
+        // SAFETY: live handles of this runtime and a GPU agent; `bytes` is still borrowed.
+        unsafe { r::executable_load_agent_code_object(api, executable, self.props.agent, reader) }
+            .map_err(&fail)?;
         // SAFETY: a live executable.
-        check(api, "hsa_executable_freeze", unsafe {
-            (api.executable_freeze)(executable, std::ptr::null())
-        })
-        .map_err(&fail)?;
+        unsafe { r::executable_freeze(api, executable) }.map_err(&fail)?;
         Ok(module)
     }
 
@@ -901,8 +812,10 @@ struct Kernarg<'a> {
 
 impl Drop for Kernarg<'_> {
     fn drop(&mut self) {
-        // SAFETY: allocated in `alloc_kernarg`; the dispatch using it has completed.
-        let _ = unsafe { (self.device.api.amd_memory_pool_free)(self.address as *mut c_void) };
+        released("kernel arguments", {
+            // SAFETY: allocated in `alloc_kernarg`; the dispatch using it has completed.
+            unsafe { r::amd_memory_pool_free(self.device.api, self.address as *mut c_void) }
+        });
     }
 }
 
@@ -916,20 +829,18 @@ impl AmdgpuDevice {
         gpu_access: bool,
     ) -> Result<*mut c_void> {
         let api = self.api;
-        let mut address: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a pool of this runtime; writes one pointer to a live local.
-        check(api, "hsa_amd_memory_pool_allocate", unsafe {
-            (api.amd_memory_pool_allocate)(pool, bytes.max(1), 0, &mut address)
-        })
-        .map_err(failed(ErrorKind::OutOfMemory))?;
+        // SAFETY: a pool of this runtime.
+        let address = unsafe { r::amd_memory_pool_allocate(api, pool, bytes.max(1)) }
+            .map_err(failed(ErrorKind::OutOfMemory))?;
         if gpu_access {
-            // SAFETY: one agent; `address` was just allocated from a pool of this runtime.
-            let allowed = check(api, "hsa_amd_agents_allow_access", unsafe {
-                (api.amd_agents_allow_access)(1, &self.props.agent, std::ptr::null(), address)
-            });
+            let agents = std::slice::from_ref(&self.props.agent);
+            // SAFETY: an agent of this runtime; `address` was just allocated from a pool of it.
+            let allowed = unsafe { r::amd_agents_allow_access(api, agents, address) };
             if let Err(e) = allowed {
-                // SAFETY: allocated just above, not handed out.
-                let _ = unsafe { (api.amd_memory_pool_free)(address) };
+                released("memory the GPU may not use", {
+                    // SAFETY: allocated just above, not handed out.
+                    unsafe { r::amd_memory_pool_free(api, address) }
+                });
                 return Err(e.error(ErrorKind::OutOfMemory));
             }
         }
@@ -953,41 +864,23 @@ impl AmdgpuDevice {
 
     /// An executable symbol by name and kind, `None` when the code object has none.
     fn symbol(&self, module: &Module, name: &str, kind: u32) -> Result<Option<ExecutableSymbol>> {
-        let api = self.api;
         let c = c_name(name);
-        let mut symbol = ExecutableSymbol::default();
-        // SAFETY: a live executable, a NUL-terminated name and this GPU agent.
-        let status = unsafe {
-            (api.executable_get_symbol_by_name)(
-                module.executable,
-                c.as_ptr() as *const c_char,
-                &self.props.agent,
-                &mut symbol,
-            )
-        };
-        if status != STATUS_SUCCESS {
-            // HSA says "invalid symbol name" for a name the executable lacks.
-            return match check(api, "hsa_executable_get_symbol_by_name", status) {
-                Err(HsaError {
-                    status: STATUS_ERROR_INVALID_SYMBOL_NAME,
-                    ..
-                })
-                | Ok(()) => Ok(None),
-                Err(e) => Err(e.error(ErrorKind::SymbolNotFound)),
-            };
+        // SAFETY: a live, frozen executable and this GPU agent.
+        let symbol = unsafe {
+            r::executable_get_symbol_by_name(self.api, module.executable, &c, self.props.agent)
         }
+        .map_err(failed(ErrorKind::SymbolNotFound))?;
+        let Some(symbol) = symbol else {
+            return Ok(None);
+        };
         let found: u32 = self.symbol_info(symbol, symbol_info::TYPE)?;
         Ok((found == kind).then_some(symbol))
     }
 
     fn symbol_info<T: Default>(&self, symbol: ExecutableSymbol, attribute: u32) -> Result<T> {
-        let api = self.api;
-        // SAFETY: callers pass the type each attribute documents (hsa.h).
-        unsafe {
-            hsa::info(api, "hsa_executable_symbol_get_info", |out| {
-                (api.executable_symbol_get_info)(symbol, attribute, out)
-            })
-        }
-        .map_err(failed(ErrorKind::SymbolNotFound))
+        // SAFETY: a symbol of a live executable; callers pass the type each attribute documents
+        // (hsa.h).
+        unsafe { r::executable_symbol_get_info(self.api, symbol, attribute) }
+            .map_err(failed(ErrorKind::SymbolNotFound))
     }
 }

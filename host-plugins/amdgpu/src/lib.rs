@@ -113,12 +113,8 @@ impl Driver for AmdgpuDriver {
             })?,
         };
         // Kept before `hsa_init`, which may fail: the loaded table is the plugin's either way.
-        let _ = self.api.set(api);
-        hsa::check(api, "hsa_init", {
-            // SAFETY: hsa_init takes no arguments; it may be called more than once.
-            unsafe { (api.init)() }
-        })
-        .map_err(|e| format!("the HSA runtime ({}) does not initialize: {e} (no /dev/kfd or no permission to use it?)", self.library))?;
+        self.api.get_or_init(|| api);
+        hsa::result::init(api).map_err(|e| format!("the HSA runtime ({}) does not initialize: {e} (no /dev/kfd or no permission to use it?)", self.library))?;
         let agents = device::discover(api)
             .map_err(|e| format!("the HSA runtime cannot list its agents: {e}"))?;
         if agents.is_empty() {
