@@ -23,13 +23,15 @@
 //!   dynamic LDS size) and a completion signal; a queue error (a faulting kernel) ends the wait
 //!   with an error instead of a hang.
 
+mod agent;
 mod device;
 pub mod hsa;
 
 #[cfg(test)]
 mod tests;
 
-pub use device::{AgentProps, AmdgpuDevice};
+pub use agent::AgentProps;
+pub use device::AmdgpuDevice;
 use hsa::sys::{self, Api};
 use rustomp_plugin::diag::Settings;
 use rustomp_plugin::generic::{Driver, GenericPlugin};
@@ -115,7 +117,7 @@ impl Driver for AmdgpuDriver {
         // Kept before `hsa_init`, which may fail: the loaded table is the plugin's either way.
         self.api.get_or_init(|| api);
         hsa::result::init(api).map_err(|e| format!("the HSA runtime ({}) does not initialize: {e} (no /dev/kfd or no permission to use it?)", self.library))?;
-        let agents = device::discover(api)
+        let agents = agent::discover(api)
             .map_err(|e| format!("the HSA runtime cannot list its agents: {e}"))?;
         if agents.is_empty() {
             return Err(format!(
