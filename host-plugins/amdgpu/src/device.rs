@@ -6,12 +6,12 @@ use crate::agent::AgentProps;
 use crate::hsa::result as r;
 use crate::hsa::sys::*;
 use crate::hsa::{check, failed, released, HsaResult};
+use crate::module::{Function, Module};
 use core::ffi::c_void;
 use rustomp_plugin::diag::Settings;
 use rustomp_plugin::generic::{Backend, DeviceInfo, GlobalSymbol, Initializers, KernelLaunch};
 use rustomp_plugin::image::ImageKind;
 use rustomp_plugin::{AllocKind, ErrorKind, OffloadError, Result};
-use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Packets per queue (`LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE`, as LLVM).
@@ -28,36 +28,6 @@ pub mod implicit {
     pub const GROUP_SIZE: usize = 12;
     pub const GRID_DIMS: usize = 64;
     pub const DYNAMIC_LDS_SIZE: usize = 120;
-}
-
-/// A loaded code object: its executable and reader, destroyed together.
-pub struct Module {
-    api: &'static Api,
-    executable: Executable,
-    reader: CodeObjectReader,
-}
-
-impl Drop for Module {
-    fn drop(&mut self) {
-        released("an HSA executable", {
-            // SAFETY: created in `load_module`, destroyed once; no kernel of it runs any more.
-            unsafe { r::executable_destroy(self.api, self.executable) }
-        });
-        released("a code object reader", {
-            // SAFETY: created in `load_module`, destroyed once, after its executable.
-            unsafe { r::code_object_reader_destroy(self.api, self.reader) }
-        });
-    }
-}
-
-/// A kernel: its descriptor's address and the segment sizes a dispatch needs.
-#[derive(Debug, Clone, Copy)]
-pub struct Function {
-    pub kernel_object: u64,
-    pub kernarg_size: u32,
-    pub group_size: u32,
-    pub private_size: u32,
-    pub dynamic_stack: bool,
 }
 
 /// The queue-error callback: records the first error of the device's queue (a kernel fault),
@@ -380,11 +350,6 @@ fn grid_dimensions(launch: &KernelLaunch<'_>) -> u16 {
     }
 }
 
-/// A name as C string; a name with an interior NUL cannot be in an image.
-fn c_name(name: &str) -> CString {
-    CString::new(name).unwrap_or_else(|_| CString::new("<invalid name>").expect("no NUL"))
-}
-
 impl Backend for AmdgpuDevice {
     type Module = Module;
     type Function = Function;
@@ -460,60 +425,15 @@ impl Backend for AmdgpuDevice {
     }
 
     fn load_module(&self, bytes: &[u8], _kind: &ImageKind) -> Result<Module> {
-        let api = self.api;
-        let fail = failed(ErrorKind::InvalidImage);
-        // SAFETY: `bytes` outlives this function, and the only load from the reader is below.
-        let reader =
-            unsafe { r::code_object_reader_create_from_memory(api, bytes) }.map_err(&fail)?;
-        let executable =
-            match r::executable_create_alt(api, profile::FULL, float_rounding_mode::DEFAULT) {
-                Ok(executable) => executable,
-                Err(e) => {
-                    released("a code object reader", {
-                        // SAFETY: created above, not used elsewhere.
-                        unsafe { r::code_object_reader_destroy(api, reader) }
-                    });
-                    return Err(e.error(ErrorKind::InvalidImage));
-                }
-            };
-        // Owned from here: an error below destroys both.
-        let module = Module {
-            api,
-            executable,
-            reader,
-        };
-        // SAFETY: live handles of this runtime and a GPU agent; `bytes` is still borrowed.
-        unsafe { r::executable_load_agent_code_object(api, executable, self.props.agent, reader) }
-            .map_err(&fail)?;
-        // SAFETY: a live executable.
-        unsafe { r::executable_freeze(api, executable) }.map_err(&fail)?;
-        Ok(module)
+        Module::load(self.api, self.props.agent, bytes)
     }
 
     fn global(&self, module: &Module, name: &str) -> Result<Option<GlobalSymbol>> {
-        let Some(symbol) = self.symbol(module, name, symbol_kind::VARIABLE)? else {
-            return Ok(None);
-        };
-        let address: u64 = self.symbol_info(symbol, symbol_info::VARIABLE_ADDRESS)?;
-        let size: u32 = self.symbol_info(symbol, symbol_info::VARIABLE_SIZE)?;
-        Ok(Some(GlobalSymbol {
-            address,
-            size: size as usize,
-        }))
+        module.global(self.props.agent, name)
     }
 
     fn function(&self, module: &Module, name: &str) -> Result<Option<Function>> {
-        let Some(symbol) = self.symbol(module, &format!("{name}.kd"), symbol_kind::KERNEL)? else {
-            return Ok(None);
-        };
-        Ok(Some(Function {
-            kernel_object: self.symbol_info(symbol, symbol_info::KERNEL_OBJECT)?,
-            kernarg_size: self.symbol_info(symbol, symbol_info::KERNEL_KERNARG_SEGMENT_SIZE)?,
-            group_size: self.symbol_info(symbol, symbol_info::KERNEL_GROUP_SEGMENT_SIZE)?,
-            private_size: self.symbol_info(symbol, symbol_info::KERNEL_PRIVATE_SEGMENT_SIZE)?,
-            dynamic_stack: self.symbol_info::<u8>(symbol, symbol_info::KERNEL_DYNAMIC_CALLSTACK)?
-                != 0,
-        }))
+        module.function(self.props.agent, name)
     }
 
     fn function_max_threads(&self, _function: Function) -> Result<u32> {
@@ -659,27 +579,5 @@ impl AmdgpuDevice {
             std::ptr::copy_nonoverlapping(arguments.as_ptr(), address as *mut u8, arguments.len())
         };
         Ok(kernarg)
-    }
-
-    /// An executable symbol by name and kind, `None` when the code object has none.
-    fn symbol(&self, module: &Module, name: &str, kind: u32) -> Result<Option<ExecutableSymbol>> {
-        let c = c_name(name);
-        // SAFETY: a live, frozen executable and this GPU agent.
-        let symbol = unsafe {
-            r::executable_get_symbol_by_name(self.api, module.executable, &c, self.props.agent)
-        }
-        .map_err(failed(ErrorKind::SymbolNotFound))?;
-        let Some(symbol) = symbol else {
-            return Ok(None);
-        };
-        let found: u32 = self.symbol_info(symbol, symbol_info::TYPE)?;
-        Ok((found == kind).then_some(symbol))
-    }
-
-    fn symbol_info<T: Default>(&self, symbol: ExecutableSymbol, attribute: u32) -> Result<T> {
-        // SAFETY: a symbol of a live executable; callers pass the type each attribute documents
-        // (hsa.h).
-        unsafe { r::executable_symbol_get_info(self.api, symbol, attribute) }
-            .map_err(failed(ErrorKind::SymbolNotFound))
     }
 }

@@ -26,6 +26,7 @@
 mod agent;
 mod device;
 pub mod hsa;
+mod module;
 
 #[cfg(test)]
 mod tests;
