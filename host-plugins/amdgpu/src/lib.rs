@@ -27,6 +27,7 @@ mod agent;
 mod device;
 pub mod hsa;
 mod module;
+mod queue;
 
 #[cfg(test)]
 mod tests;
