@@ -26,6 +26,7 @@
 mod agent;
 mod device;
 pub mod hsa;
+mod memory;
 mod module;
 mod queue;
 
