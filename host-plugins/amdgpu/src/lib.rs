@@ -7,6 +7,11 @@
 //! table, constructors, kernel environments, geometry and the device `printf` buffer are the
 //! generic layer's.
 //!
+//! Where things are: [`hsa`] is the runtime in cudarc's layers (`sys` declarations, `result` one
+//! checked function per call); above it, `agent` discovers the GPUs, `memory` allocates and
+//! copies, `module` loads code objects and finds symbols, `queue` dispatches kernels, and
+//! `device` is the [`AmdgpuDevice`] the generic layer drives, delegating to them.
+//!
 //! Contract:
 //! - Constructing the plugin does nothing; the runtime is loaded and initialized the first time
 //!   the front asks for devices. A missing library, a failing `hsa_init` (no `/dev/kfd`) or no GPU
