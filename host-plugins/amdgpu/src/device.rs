@@ -1,653 +1,43 @@
-//! GPU agents: what discovery learns of them, and one agent as a [`Backend`] of the generic
-//! layer (memory pools, copies, code objects, symbols, AQL dispatch). Nothing here knows about
-//! OpenMP beyond the code object v5 implicit kernel arguments.
+//! One GPU agent as a [`Backend`] of the generic layer: [`AmdgpuDevice`], opened with its queue,
+//! delegating to [`crate::memory`] (allocations, copies), [`crate::module`] (code objects,
+//! symbols) and [`crate::queue`] (dispatch). Nothing here knows about OpenMP beyond the code
+//! object v5 implicit kernel arguments.
 
-use crate::hsa::sys::*;
-use crate::hsa::{self, check, failed, HsaError, HsaResult};
-use core::ffi::{c_char, c_void};
+use crate::agent::AgentProps;
+use crate::hsa::sys::Api;
+use crate::module::{Function, Module};
+use crate::queue::AqlQueue;
 use rustomp_plugin::diag::Settings;
-use rustomp_plugin::generic::{
-    Backend, DeviceInfo, GlobalSymbol, Initializers, KernelLaunch,
-};
-use rustomp_plugin::geometry::{GridValues, AMDGPU_GRID_VALUES};
-use rustomp_plugin::image::{ImageKind, TargetId};
-use rustomp_plugin::{AllocKind, ErrorKind, OffloadError, Result};
-use std::ffi::CString;
-use std::sync::atomic::{AtomicU32, Ordering};
+use rustomp_plugin::generic::{Backend, DeviceInfo, GlobalSymbol, Initializers, KernelLaunch};
+use rustomp_plugin::image::ImageKind;
+use rustomp_plugin::{AllocKind, Result};
 
-/// Teams per compute unit by default (`LIBOMPTARGET_AMDGPU_TEAMS_PER_CU`, as LLVM).
-const DEFAULT_TEAMS_PER_CU: u64 = 4;
-/// Packets per queue (`LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE`, as LLVM).
-const DEFAULT_QUEUE_SIZE: u32 = 512;
 /// Private segment per work-item of a kernel with a dynamic call stack, unless
 /// `LIBOMPTARGET_STACK_SIZE` says otherwise (LLVM's default).
 const DEFAULT_STACK_SIZE: u64 = 16 * 1024;
-/// Offsets in the code object v5 implicit-argument block (256 bytes after the explicit
-/// arguments) of the fields the host fills (AMDGPUUsage: `hidden_block_count_*`,
-/// `hidden_group_size_*`, `hidden_grid_dims`, `hidden_dynamic_lds_size`); the rest stays zero,
-/// as LLVM leaves it.
-pub mod implicit {
-    pub const BLOCK_COUNT: usize = 0;
-    pub const GROUP_SIZE: usize = 12;
-    pub const GRID_DIMS: usize = 64;
-    pub const DYNAMIC_LDS_SIZE: usize = 120;
-}
-
-/// A GPU agent and the pools the plugin uses, found when the runtime initializes.
-#[derive(Debug, Clone)]
-pub struct AgentProps {
-    pub agent: Agent,
-    /// The host agent that owns `host_pool` and `kernarg_pool`.
-    pub host_agent: Agent,
-    /// `gfx90a` and the like (`HSA_AGENT_INFO_NAME`).
-    pub name: String,
-    /// The marketing name, e.g. "AMD Instinct MI210".
-    pub product: String,
-    /// The agent's ISA as a target id (`gfx90a:sramecc+:xnack-`).
-    pub target: TargetId,
-    pub wavefront_size: u32,
-    pub max_workgroup_size: u32,
-    pub max_grid_size: u32,
-    pub compute_units: u32,
-    pub max_waves_per_cu: u32,
-    pub queue_max_size: u32,
-    pub device_pool: MemoryPool,
-    pub device_memory: usize,
-    pub host_pool: MemoryPool,
-    pub kernarg_pool: MemoryPool,
-    pub timestamp_frequency: u64,
-    pub runtime_version: (u16, u16),
-}
-
-fn agent_info<T: Default>(api: &Api, agent: Agent, attribute: u32) -> HsaResult<T> {
-    // SAFETY: callers pass the type each attribute documents (hsa.h, hsa_ext_amd.h).
-    unsafe {
-        hsa::info(api, "hsa_agent_get_info", |out| {
-            (api.agent_get_info)(agent, attribute, out)
-        })
-    }
-}
-
-fn pool_info<T: Default>(api: &Api, pool: MemoryPool, attribute: u32) -> HsaResult<T> {
-    // SAFETY: as in `agent_info`.
-    unsafe {
-        hsa::info(api, "hsa_amd_memory_pool_get_info", |out| {
-            (api.amd_memory_pool_get_info)(pool, attribute, out)
-        })
-    }
-}
-
-fn system_info<T: Default>(api: &Api, attribute: u32) -> HsaResult<T> {
-    // SAFETY: as in `agent_info`.
-    unsafe {
-        hsa::info(api, "hsa_system_get_info", |out| {
-            (api.system_get_info)(attribute, out)
-        })
-    }
-}
-
-/// A pool's facts that decide what it is used for.
-struct PoolFacts {
-    pool: MemoryPool,
-    global: bool,
-    flags: u32,
-    allocatable: bool,
-    size: usize,
-}
-
-fn pools(api: &Api, agent: Agent) -> HsaResult<Vec<PoolFacts>> {
-    // SAFETY: the iterator calls back with memory pools of `agent` before returning.
-    let pools = unsafe {
-        hsa::collect::<MemoryPool>(api, "hsa_amd_agent_iterate_memory_pools", |f, data| {
-            (api.amd_agent_iterate_memory_pools)(agent, f, data)
-        })
-    }?;
-    pools
-        .into_iter()
-        .map(|pool| {
-            Ok(PoolFacts {
-                pool,
-                global: pool_info::<u32>(api, pool, pool_info::SEGMENT)? == segment::GLOBAL,
-                flags: pool_info::<u32>(api, pool, pool_info::GLOBAL_FLAGS)?,
-                allocatable: pool_info::<u8>(api, pool, pool_info::RUNTIME_ALLOC_ALLOWED)? != 0,
-                size: pool_info::<usize>(api, pool, pool_info::SIZE)?,
-            })
-        })
-        .collect()
-}
-
-/// The first global pool of `pools` the runtime allocates from with all of `flags` set.
-fn pool_with(pools: &[PoolFacts], flags: u32) -> Option<&PoolFacts> {
-    pools
-        .iter()
-        .find(|p| p.global && p.allocatable && p.flags & flags == flags)
-}
-
-/// The agent's first ISA name (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`).
-fn isa_name(api: &Api, agent: Agent) -> HsaResult<String> {
-    // SAFETY: the iterator calls back with ISAs of `agent` before returning.
-    let isas = unsafe {
-        hsa::collect::<Isa>(api, "hsa_agent_iterate_isas", |f, data| {
-            (api.agent_iterate_isas)(agent, f, data)
-        })
-    }?;
-    let Some(&isa) = isas.first() else {
-        return Ok(String::new());
-    };
-    // SAFETY: NAME_LENGTH is a u32.
-    let length: u32 = unsafe {
-        hsa::info(api, "hsa_isa_get_info_alt", |out| {
-            (api.isa_get_info_alt)(isa, isa_info::NAME_LENGTH, out)
-        })
-    }?;
-    let mut name = vec![0u8; length as usize + 1];
-    check(api, "hsa_isa_get_info_alt", {
-        // SAFETY: NAME writes NAME_LENGTH bytes, which `name` holds.
-        unsafe { (api.isa_get_info_alt)(isa, isa_info::NAME, name.as_mut_ptr() as *mut c_void) }
-    })?;
-    Ok(hsa::name_of(&name))
-}
-
-/// Every GPU agent that can run kernels, with the host pools it is served from.
-pub fn discover(api: &Api) -> HsaResult<Vec<AgentProps>> {
-    // SAFETY: the iterator calls back with every agent before returning.
-    let agents = unsafe {
-        hsa::collect::<Agent>(api, "hsa_iterate_agents", |f, data| {
-            (api.iterate_agents)(f, data)
-        })
-    }?;
-    let mut hosts = Vec::new();
-    let mut gpus = Vec::new();
-    for agent in agents {
-        match agent_info::<u32>(api, agent, agent_info::DEVICE)? {
-            device_type::CPU => hosts.push(agent),
-            device_type::GPU
-                if agent_info::<u32>(api, agent, agent_info::FEATURE)?
-                    & agent_feature::KERNEL_DISPATCH
-                    != 0 =>
-            {
-                gpus.push(agent)
-            }
-            _ => {}
-        }
-    }
-    // The host pools: fine-grained memory, and the part of it kernel arguments live in.
-    let mut host = None;
-    for &agent in &hosts {
-        let pools = pools(api, agent)?;
-        if let (Some(fine), Some(kernarg)) = (
-            pool_with(&pools, global_flag::FINE_GRAINED),
-            pool_with(
-                &pools,
-                global_flag::FINE_GRAINED | global_flag::KERNARG_INIT,
-            ),
-        ) {
-            host = Some((agent, fine.pool, kernarg.pool));
-            break;
-        }
-    }
-    let Some((host_agent, host_pool, kernarg_pool)) = host else {
-        return Ok(Vec::new());
-    };
-    let timestamp_frequency = system_info::<u64>(api, system_info::TIMESTAMP_FREQUENCY)?;
-    let runtime_version = (
-        system_info::<u16>(api, system_info::VERSION_MAJOR)?,
-        system_info::<u16>(api, system_info::VERSION_MINOR)?,
-    );
-    let mut found = Vec::new();
-    for agent in gpus {
-        let pools = pools(api, agent)?;
-        let Some(device_pool) = pool_with(&pools, global_flag::COARSE_GRAINED) else {
-            continue;
-        };
-        let name = hsa::name_of(&agent_info::<hsa::FixedName>(api, agent, agent_info::NAME)?.0);
-        let isa = isa_name(api, agent)?;
-        let target = TargetId::of_agent(&isa)
-            .or_else(|| TargetId::of_agent(&name))
-            .unwrap_or(TargetId {
-                processor: name.clone(),
-                xnack: rustomp_plugin::image::FeatureSetting::Unsupported,
-                sramecc: rustomp_plugin::image::FeatureSetting::Unsupported,
-            });
-        let workgroup_max: [u16; 3] = agent_info(api, agent, agent_info::WORKGROUP_MAX_DIM)?;
-        let grid_max: [u32; 3] = agent_info(api, agent, agent_info::GRID_MAX_DIM)?;
-        found.push(AgentProps {
-            agent,
-            host_agent,
-            product: hsa::name_of(
-                &agent_info::<hsa::FixedName>(api, agent, amd_agent_info::PRODUCT_NAME)?.0,
-            ),
-            name,
-            target,
-            wavefront_size: agent_info(api, agent, agent_info::WAVEFRONT_SIZE)?,
-            max_workgroup_size: u32::from(workgroup_max[0]),
-            max_grid_size: grid_max[0],
-            compute_units: agent_info(api, agent, amd_agent_info::COMPUTE_UNIT_COUNT)?,
-            max_waves_per_cu: agent_info(api, agent, amd_agent_info::MAX_WAVES_PER_CU)?,
-            queue_max_size: agent_info(api, agent, agent_info::QUEUE_MAX_SIZE)?,
-            device_pool: device_pool.pool,
-            device_memory: device_pool.size,
-            host_pool,
-            kernarg_pool,
-            timestamp_frequency,
-            runtime_version,
-        });
-    }
-    Ok(found)
-}
-
-impl AgentProps {
-    /// What the generic layer needs of the GPU (LLVM's AMDGPU grid values for its wavefront).
-    pub fn info(&self) -> DeviceInfo {
-        let teams_per_cu = rustomp_plugin::diag::env_u64("LIBOMPTARGET_AMDGPU_TEAMS_PER_CU")
-            .filter(|&n| n > 0)
-            .unwrap_or(DEFAULT_TEAMS_PER_CU);
-        let default_teams =
-            (u64::from(self.compute_units.max(1)) * teams_per_cu).min(u64::from(u32::MAX)) as u32;
-        let max_block_threads = self.max_workgroup_size.max(1);
-        DeviceInfo {
-            name: if self.product.is_empty() {
-                self.name.clone()
-            } else {
-                self.product.clone()
-            },
-            arch: self.target.to_string(),
-            grid_values: GridValues {
-                warp_size: self.wavefront_size.max(1),
-                default_teams,
-                ..AMDGPU_GRID_VALUES
-            },
-            max_block_threads,
-            max_grid_teams: (self.max_grid_size / max_block_threads).max(1),
-            hardware_parallelism: u64::from(self.compute_units) * u64::from(self.max_waves_per_cu),
-            clock_frequency: self.timestamp_frequency,
-            total_memory: self.device_memory,
-        }
-    }
-}
-
-/// A loaded code object: its executable and reader, destroyed together.
-pub struct Module {
-    api: &'static Api,
-    executable: Executable,
-    reader: CodeObjectReader,
-}
-
-impl Drop for Module {
-    fn drop(&mut self) {
-        // SAFETY: created in `load_module`, destroyed once; no kernel of it runs any more.
-        let results = unsafe {
-            [
-                check(
-                    self.api,
-                    "hsa_executable_destroy",
-                    (self.api.executable_destroy)(self.executable),
-                ),
-                check(
-                    self.api,
-                    "hsa_code_object_reader_destroy",
-                    (self.api.code_object_reader_destroy)(self.reader),
-                ),
-            ]
-        };
-        for result in results {
-            if let Err(e) = result {
-                rustomp_plugin::diag::debug("amdgpu", format_args!("unloading a code object: {e}"));
-            }
-        }
-    }
-}
-
-/// A kernel: its descriptor's address and the segment sizes a dispatch needs.
-#[derive(Debug, Clone, Copy)]
-pub struct Function {
-    pub kernel_object: u64,
-    pub kernarg_size: u32,
-    pub group_size: u32,
-    pub private_size: u32,
-    pub dynamic_stack: bool,
-}
-
-/// The queue-error callback: records the first error of the device's queue (a kernel fault),
-/// which ends every wait on the queue.
-unsafe extern "C" fn on_queue_error(status: Status, _queue: *mut Queue, data: *mut c_void) {
-    // SAFETY: `data` is the device's `queue_error`, which outlives its queue.
-    let slot = unsafe { &*(data as *const AtomicU32) };
-    let _ = slot.compare_exchange(STATUS_SUCCESS, status, Ordering::AcqRel, Ordering::Relaxed);
-}
 
 pub struct AmdgpuDevice {
-    api: &'static Api,
-    props: AgentProps,
-    info: DeviceInfo,
-    stack_size: u64,
-    queue: *mut Queue,
-    /// Written by `on_queue_error`; boxed so its address stays put.
-    queue_error: Box<AtomicU32>,
+    pub(crate) api: &'static Api,
+    pub(crate) props: AgentProps,
+    pub(crate) info: DeviceInfo,
+    pub(crate) stack_size: u64,
+    pub(crate) queue: AqlQueue,
 }
 
-// SAFETY: the queue is used only through the runtime's thread-safe calls and atomic packet
-// writes (a MULTI queue takes packets from any thread); the rest is plain data.
-unsafe impl Send for AmdgpuDevice {}
-// SAFETY: as above.
-unsafe impl Sync for AmdgpuDevice {}
-
-impl Drop for AmdgpuDevice {
-    fn drop(&mut self) {
-        // SAFETY: created in `open`, destroyed once; every dispatch waited for its packet.
-        if let Err(e) = check(self.api, "hsa_queue_destroy", unsafe {
-            (self.api.queue_destroy)(self.queue)
-        }) {
-            rustomp_plugin::diag::debug("amdgpu", format_args!("destroying a queue: {e}"));
-        }
-    }
-}
-
-/// A completion signal, destroyed on drop.
-struct CompletionSignal<'a> {
-    api: &'a Api,
-    signal: Signal,
-}
-
-impl<'a> CompletionSignal<'a> {
-    fn new(api: &'a Api) -> HsaResult<Self> {
-        let mut signal = Signal::default();
-        // SAFETY: no consumer list (0, null); writes one handle to a live local.
-        check(api, "hsa_signal_create", unsafe {
-            (api.signal_create)(1, 0, std::ptr::null(), &mut signal)
-        })?;
-        Ok(Self { api, signal })
-    }
-}
-
-impl Drop for CompletionSignal<'_> {
-    fn drop(&mut self) {
-        // SAFETY: created in `new`, destroyed once, after the wait on it ended.
-        let _ = unsafe { (self.api.signal_destroy)(self.signal) };
-    }
-}
-
-/// Host memory locked for the GPU for the duration of one copy (or staged, when the runtime
-/// cannot lock it): the address the copy engine uses.
-struct HostSide<'a> {
-    device: &'a AmdgpuDevice,
-    locked: Option<*mut c_void>,
-    staging: Option<(*mut c_void, *mut u8, usize)>,
-}
-
-impl<'a> HostSide<'a> {
-    /// `host` for `bytes`; `fill` copies the user's bytes into a staging buffer first.
-    fn new(
-        device: &'a AmdgpuDevice,
-        host: *mut u8,
-        bytes: usize,
-        fill: bool,
-    ) -> Result<(Self, *mut c_void)> {
-        let api = device.api;
-        let mut agent = device.props.agent;
-        let mut agent_address: *mut c_void = std::ptr::null_mut();
-        // SAFETY: `host` is the caller's live range of `bytes`; the lock is undone in `drop`.
-        let status = unsafe {
-            (api.amd_memory_lock)(
-                host as *mut c_void,
-                bytes,
-                &mut agent,
-                1,
-                &mut agent_address,
-            )
-        };
-        if status == STATUS_SUCCESS {
-            let locked = Self {
-                device,
-                locked: Some(host as *mut c_void),
-                staging: None,
-            };
-            if !agent_address.is_null() {
-                return Ok((locked, agent_address));
-            }
-            // No address for the GPU: unlocked again (by `drop`) and staged instead.
-        }
-        let buffer = device.alloc(bytes, AllocKind::Host)? as *mut c_void;
-        if fill {
-            // SAFETY: `buffer` is fresh host memory of `bytes`; `host` is readable for `bytes`.
-            unsafe { std::ptr::copy_nonoverlapping(host, buffer as *mut u8, bytes) };
-        }
-        Ok((
-            Self {
-                device,
-                locked: None,
-                staging: Some((buffer, host, bytes)),
-            },
-            buffer,
-        ))
-    }
-
-    /// Copies a staging buffer back to the user's memory (device-to-host copies).
-    fn deliver(&self) {
-        if let Some((buffer, host, bytes)) = self.staging {
-            // SAFETY: the copy into `buffer` finished; `host` is writable for `bytes`.
-            unsafe { std::ptr::copy_nonoverlapping(buffer as *const u8, host, bytes) };
-        }
-    }
-}
-
-impl Drop for HostSide<'_> {
-    fn drop(&mut self) {
-        let api = self.device.api;
-        if let Some(host) = self.locked {
-            // SAFETY: locked in `new`; the copy using it has finished.
-            let _ = unsafe { (api.amd_memory_unlock)(host) };
-        }
-        if let Some((buffer, _, _)) = self.staging {
-            // SAFETY: allocated in `new` from the host pool; the copy using it has finished.
-            let _ = unsafe { self.device.free(buffer as u64, AllocKind::Host) };
-        }
-    }
-}
+// Send and Sync come from the fields: the queue says why it may be shared.
+static_assertions::assert_impl_all!(AmdgpuDevice: Send, Sync);
 
 impl AmdgpuDevice {
     pub fn open(api: &'static Api, props: &AgentProps, settings: &Settings) -> Result<Self> {
-        let queue_error = Box::new(AtomicU32::new(STATUS_SUCCESS));
-        let size = rustomp_plugin::diag::env_u64("LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE")
-            .map_or(DEFAULT_QUEUE_SIZE, |v| {
-                v.clamp(2, u64::from(u32::MAX)) as u32
-            });
-        // Queue sizes are powers of two within the agent's limit.
-        let size = size.next_power_of_two().min(props.queue_max_size.max(2));
-        let mut queue: *mut Queue = std::ptr::null_mut();
-        check(api, "hsa_queue_create", {
-            // SAFETY: a GPU agent of this runtime; the callback data outlives the queue (it is
-            // dropped after the queue is destroyed, see `Drop`).
-            unsafe {
-                (api.queue_create)(
-                    props.agent,
-                    size,
-                    queue_type::MULTI,
-                    Some(on_queue_error),
-                    &*queue_error as *const AtomicU32 as *mut c_void,
-                    u32::MAX,
-                    u32::MAX,
-                    &mut queue,
-                )
-            }
-        })
-        .map_err(failed(ErrorKind::DeviceUnavailable))?;
-        if queue.is_null() {
-            return Err(OffloadError::new(
-                ErrorKind::DeviceUnavailable,
-                "hsa_queue_create returned no queue",
-            ));
-        }
+        let queue = AqlQueue::create(api, props)?;
         Ok(Self {
             api,
             info: props.info(),
             props: props.clone(),
             stack_size: settings.stack_size.unwrap_or(DEFAULT_STACK_SIZE),
             queue,
-            queue_error,
         })
     }
-
-    /// Waits for `signal` to drop below 1, calling `while_running` meanwhile; a queue error
-    /// ends the wait.
-    fn wait(
-        &self,
-        signal: Signal,
-        mut while_running: Option<&mut dyn FnMut() -> bool>,
-    ) -> std::result::Result<(), String> {
-        let api = self.api;
-        // Sleep at most 100 microseconds between checks when serving host calls, else 10 ms.
-        let ticks_per_us = (self.props.timestamp_frequency / 1_000_000).max(1);
-        let hint = ticks_per_us * if while_running.is_some() { 100 } else { 10_000 };
-        loop {
-            let served = while_running.as_mut().is_some_and(|serve| serve());
-            // SAFETY: a live signal of this runtime.
-            if unsafe { (api.signal_load_scacquire)(signal) } < 1 {
-                return Ok(());
-            }
-            let error = self.queue_error.load(Ordering::Acquire);
-            if error != STATUS_SUCCESS {
-                let text = check(api, "the GPU queue", error)
-                    .err()
-                    .map_or_else(String::new, |e| e.to_string());
-                return Err(format!(
-                    "{text}; the queue of {} is unusable",
-                    self.info.name
-                ));
-            }
-            if !served {
-                // SAFETY: as above; returns on the condition or after about `hint` ticks.
-                unsafe {
-                    (api.signal_wait_scacquire)(
-                        signal,
-                        signal_condition::LT,
-                        1,
-                        hint,
-                        wait_state::BLOCKED,
-                    )
-                };
-            }
-        }
-    }
-
-    /// One `hsa_amd_memory_async_copy`, waited for.
-    ///
-    /// # Safety
-    /// `dst` and `src` are valid for `bytes` for the agents given.
-    unsafe fn async_copy(
-        &self,
-        dst: *mut c_void,
-        dst_agent: Agent,
-        src: *const c_void,
-        src_agent: Agent,
-        bytes: usize,
-    ) -> Result<()> {
-        let api = self.api;
-        let signal = CompletionSignal::new(api).map_err(failed(ErrorKind::TransferFailed))?;
-        check(api, "hsa_amd_memory_async_copy", {
-            // SAFETY: the caller's ranges; no dependencies; the signal lives until the wait ended.
-            unsafe {
-                (api.amd_memory_async_copy)(
-                    dst,
-                    dst_agent,
-                    src,
-                    src_agent,
-                    bytes,
-                    0,
-                    std::ptr::null(),
-                    signal.signal,
-                )
-            }
-        })
-        .map_err(failed(ErrorKind::TransferFailed))?;
-        self.wait(signal.signal, None)
-            .map_err(|why| OffloadError::new(ErrorKind::TransferFailed, why))
-    }
-
-    /// Fills the kernel-argument buffer: the explicit arguments, then the implicit block (as
-    /// much of it as the kernel's segment holds).
-    fn kernel_arguments(launch: &KernelLaunch<'_>, segment_bytes: usize) -> Vec<u8> {
-        let explicit = launch.args.len() * 8;
-        let mut bytes = vec![0u8; segment_bytes.max(explicit)];
-        for (i, value) in launch.args.iter().enumerate() {
-            bytes[i * 8..i * 8 + 8].copy_from_slice(&value.to_le_bytes());
-        }
-        let base = explicit.next_multiple_of(8);
-        let mut put = |offset: usize, value: &[u8]| {
-            if let Some(slot) = bytes.get_mut(base + offset..base + offset + value.len()) {
-                slot.copy_from_slice(value);
-            }
-        };
-        for (d, (blocks, group)) in launch.blocks.iter().zip(workgroup_size(launch)).enumerate() {
-            put(implicit::BLOCK_COUNT + 4 * d, &blocks.to_le_bytes());
-            put(implicit::GROUP_SIZE + 2 * d, &group.to_le_bytes());
-        }
-        put(implicit::GRID_DIMS, &grid_dimensions(launch).to_le_bytes());
-        put(
-            implicit::DYNAMIC_LDS_SIZE,
-            &launch.dynamic_shared_bytes.to_le_bytes(),
-        );
-        bytes
-    }
-
-    /// Writes a kernel-dispatch packet to the queue, rings the doorbell; returns when the
-    /// packet processor has it.
-    ///
-    /// # Safety
-    /// The packet's kernel object and kernel-argument address are live until it completes.
-    unsafe fn dispatch(&self, packet: KernelDispatchPacket) {
-        let api = self.api;
-        let queue = self.queue;
-        // SAFETY: the runtime's queue, alive while the device is; its fields are read-only to us.
-        let (base, size, doorbell) = unsafe {
-            (
-                (*queue).base_address as *mut KernelDispatchPacket,
-                u64::from((*queue).size),
-                (*queue).doorbell_signal,
-            )
-        };
-        // SAFETY: a valid queue; the index reserves one slot for this thread.
-        let index = unsafe { (api.queue_add_write_index_relaxed)(queue, 1) };
-        // SAFETY: as above.
-        while index.wrapping_sub(unsafe { (api.queue_load_read_index_scacquire)(queue) }) >= size {
-            std::thread::yield_now();
-        }
-        // SAFETY: `index % size` is a slot of the queue's ring that this thread reserved and
-        // the packet processor has consumed; the body is written before the header publishes it.
-        unsafe {
-            let slot = base.add((index % size) as usize);
-            let body = (&packet as *const KernelDispatchPacket as *const u8).add(4);
-            std::ptr::copy_nonoverlapping(
-                body,
-                (slot as *mut u8).add(4),
-                std::mem::size_of::<KernelDispatchPacket>() - 4,
-            );
-            let header_and_setup = u32::from(packet.header) | u32::from(packet.setup) << 16;
-            AtomicU32::from_ptr(slot as *mut u32).store(header_and_setup, Ordering::Release);
-            (api.signal_store_relaxed)(doorbell, index as i64);
-        }
-    }
-}
-
-/// Threads per workgroup in x, y, z as AQL and the implicit arguments hold them (16 bits).
-fn workgroup_size(launch: &KernelLaunch<'_>) -> [u16; 3] {
-    launch.threads.map(|t| t.min(u32::from(u16::MAX)) as u16)
-}
-
-/// How many dimensions a launch uses (the packet's setup and `hidden_grid_dims`, as LLVM).
-fn grid_dimensions(launch: &KernelLaunch<'_>) -> u16 {
-    if launch.blocks[2] * launch.threads[2] > 1 {
-        3
-    } else if launch.blocks[1] * launch.threads[1] > 1 {
-        2
-    } else {
-        1
-    }
-}
-
-/// A name as C string; a name with an interior NUL cannot be in an image.
-fn c_name(name: &str) -> CString {
-    CString::new(name).unwrap_or_else(|_| CString::new("<invalid name>").expect("no NUL"))
 }
 
 impl Backend for AmdgpuDevice {
@@ -663,147 +53,39 @@ impl Backend for AmdgpuDevice {
     }
 
     fn alloc(&self, bytes: usize, kind: AllocKind) -> Result<u64> {
-        let address = match kind {
-            AllocKind::Device => self.pool_allocate(self.props.device_pool, bytes, false),
-            // Fine-grained host memory: the GPU may use it directly.
-            AllocKind::Host | AllocKind::Shared => {
-                self.pool_allocate(self.props.host_pool, bytes, true)
-            }
-        };
-        address.map(|a| a as u64)
+        self.allocate(bytes, kind)
     }
 
     unsafe fn free(&self, address: u64, _kind: AllocKind) -> Result<()> {
         // SAFETY: the caller's contract: `address` came from `alloc`, once.
-        check(self.api, "hsa_amd_memory_pool_free", unsafe {
-            (self.api.amd_memory_pool_free)(address as *mut c_void)
-        })
-        .map_err(failed(ErrorKind::InvalidArgument))
+        unsafe { self.deallocate(address) }
     }
 
     unsafe fn copy_to_device(&self, device: u64, host: *const u8, bytes: usize) -> Result<()> {
-        let (host_side, source) = HostSide::new(self, host as *mut u8, bytes, true)?;
-        // SAFETY: the caller's device range; `source` is the host range as the GPU sees it.
-        let copied = unsafe {
-            self.async_copy(
-                device as *mut c_void,
-                self.props.agent,
-                source,
-                self.props.host_agent,
-                bytes,
-            )
-        };
-        drop(host_side);
-        copied
+        // SAFETY: the caller's contract, which the callee repeats.
+        unsafe { self.copy_host_to_device(device, host, bytes) }
     }
 
     unsafe fn copy_from_device(&self, host: *mut u8, device: u64, bytes: usize) -> Result<()> {
-        let (host_side, target) = HostSide::new(self, host, bytes, false)?;
-        // SAFETY: the caller's device range; `target` is the host range as the GPU sees it.
-        unsafe {
-            self.async_copy(
-                target,
-                self.props.host_agent,
-                device as *const c_void,
-                self.props.agent,
-                bytes,
-            )
-        }?;
-        host_side.deliver();
-        Ok(())
+        // SAFETY: the caller's contract, which the callee repeats.
+        unsafe { self.copy_device_to_host(host, device, bytes) }
     }
 
     unsafe fn copy_within_device(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
-        // SAFETY: the caller's contract: both ranges are this GPU's memory.
-        unsafe {
-            self.async_copy(
-                dst as *mut c_void,
-                self.props.agent,
-                src as *const c_void,
-                self.props.agent,
-                bytes,
-            )
-        }
+        // SAFETY: the caller's contract, which the callee repeats.
+        unsafe { self.copy_device_to_device(dst, src, bytes) }
     }
 
     fn load_module(&self, bytes: &[u8], _kind: &ImageKind) -> Result<Module> {
-        let api = self.api;
-        let fail = failed(ErrorKind::InvalidImage);
-        let mut reader = CodeObjectReader::default();
-        // SAFETY: the runtime copies what it needs of the bytes before returning.
-        check(api, "hsa_code_object_reader_create_from_memory", unsafe {
-            (api.code_object_reader_create_from_memory)(
-                bytes.as_ptr() as *const c_void,
-                bytes.len(),
-                &mut reader,
-            )
-        })
-        .map_err(&fail)?;
-        let mut executable = Executable::default();
-        // SAFETY: plain values; writes one handle to a live local.
-        let created = check(api, "hsa_executable_create_alt", unsafe {
-            (api.executable_create_alt)(
-                profile::FULL,
-                float_rounding_mode::DEFAULT,
-                std::ptr::null(),
-                &mut executable,
-            )
-        });
-        if let Err(e) = created {
-            // SAFETY: created above, not used elsewhere.
-            let _ = unsafe { (api.code_object_reader_destroy)(reader) };
-            return Err(e.error(ErrorKind::InvalidImage));
-        }
-        // Owned from here: an error below destroys both.
-        let module = Module {
-            api,
-            executable,
-            reader,
-        };
-        let mut loaded = LoadedCodeObject::default();
-        // SAFETY: live handles of this runtime and a GPU agent.
-        check(api, "hsa_executable_load_agent_code_object", unsafe {
-            (api.executable_load_agent_code_object)(
-                executable,
-                self.props.agent,
-                reader,
-                std::ptr::null(),
-                &mut loaded,
-            )
-        })
-        .map_err(&fail)?;
-        // SAFETY: a live executable.
-        check(api, "hsa_executable_freeze", unsafe {
-            (api.executable_freeze)(executable, std::ptr::null())
-        })
-        .map_err(&fail)?;
-        Ok(module)
+        Module::load(self.api, self.props.agent, bytes)
     }
 
     fn global(&self, module: &Module, name: &str) -> Result<Option<GlobalSymbol>> {
-        let Some(symbol) = self.symbol(module, name, symbol_kind::VARIABLE)? else {
-            return Ok(None);
-        };
-        let address: u64 = self.symbol_info(symbol, symbol_info::VARIABLE_ADDRESS)?;
-        let size: u32 = self.symbol_info(symbol, symbol_info::VARIABLE_SIZE)?;
-        Ok(Some(GlobalSymbol {
-            address,
-            size: size as usize,
-        }))
+        module.global(self.props.agent, name)
     }
 
     fn function(&self, module: &Module, name: &str) -> Result<Option<Function>> {
-        let Some(symbol) = self.symbol(module, &format!("{name}.kd"), symbol_kind::KERNEL)? else {
-            return Ok(None);
-        };
-        Ok(Some(Function {
-            kernel_object: self.symbol_info(symbol, symbol_info::KERNEL_OBJECT)?,
-            kernarg_size: self.symbol_info(symbol, symbol_info::KERNEL_KERNARG_SEGMENT_SIZE)?,
-            group_size: self.symbol_info(symbol, symbol_info::KERNEL_GROUP_SEGMENT_SIZE)?,
-            private_size: self.symbol_info(symbol, symbol_info::KERNEL_PRIVATE_SEGMENT_SIZE)?,
-            dynamic_stack: self.symbol_info::<u8>(symbol, symbol_info::KERNEL_DYNAMIC_CALLSTACK)?
-                != 0,
-        }))
+        module.function(self.props.agent, name)
     }
 
     fn function_max_threads(&self, _function: Function) -> Result<u32> {
@@ -818,48 +100,8 @@ impl Backend for AmdgpuDevice {
         launch: &KernelLaunch<'_>,
         while_running: Option<&mut dyn FnMut() -> bool>,
     ) -> Result<()> {
-        let api = self.api;
-        let arguments = Self::kernel_arguments(launch, function.kernarg_size as usize);
-        let kernarg = self.alloc_kernarg(&arguments)?;
-        let signal = CompletionSignal::new(api).map_err(failed(ErrorKind::LaunchFailed))?;
-        let private_size = if function.dynamic_stack {
-            self.stack_size.min(u64::from(u32::MAX)) as u32
-        } else {
-            0
-        }
-        .max(function.private_size);
-        let group = workgroup_size(launch);
-        let mut packet = KernelDispatchPacket {
-            header: packet::PACKET_TYPE_KERNEL_DISPATCH << packet::HEADER_TYPE
-                | packet::FENCE_SCOPE_SYSTEM << packet::HEADER_SCACQUIRE_FENCE_SCOPE
-                | packet::FENCE_SCOPE_SYSTEM << packet::HEADER_SCRELEASE_FENCE_SCOPE,
-            setup: grid_dimensions(launch) << packet::KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS,
-            workgroup_size_x: group[0],
-            workgroup_size_y: group[1],
-            workgroup_size_z: group[2],
-            private_segment_size: private_size,
-            group_segment_size: function
-                .group_size
-                .saturating_add(launch.dynamic_shared_bytes),
-            kernel_object: function.kernel_object,
-            kernarg_address: kernarg.address,
-            completion_signal: signal.signal,
-            ..Default::default()
-        };
-        (packet.grid_size_x, packet.grid_size_y, packet.grid_size_z) = (
-            launch.blocks[0].saturating_mul(u32::from(group[0])),
-            launch.blocks[1].saturating_mul(u32::from(group[1])),
-            launch.blocks[2].saturating_mul(u32::from(group[2])),
-        );
-        // SAFETY: the kernel object belongs to a loaded executable; the kernel arguments live in
-        // `kernarg` until after the wait below.
-        unsafe { self.dispatch(packet) };
-        self.wait(signal.signal, while_running).map_err(|why| {
-            OffloadError::new(
-                ErrorKind::LaunchFailed,
-                format!("failure while running: {why}"),
-            )
-        })
+        // SAFETY: the caller's contract, which the callee repeats.
+        unsafe { self.run_kernel(function, launch, while_running) }
     }
 
     /// LLVM's automatic zero-copy with `OMPX_APU_MAPS=1` when XNACK is on (the GPU can fault
@@ -890,104 +132,5 @@ impl Backend for AmdgpuDevice {
             p.runtime_version.0,
             p.runtime_version.1
         )
-    }
-}
-
-/// Kernel arguments in kernarg memory, freed on drop.
-struct Kernarg<'a> {
-    device: &'a AmdgpuDevice,
-    address: u64,
-}
-
-impl Drop for Kernarg<'_> {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `alloc_kernarg`; the dispatch using it has completed.
-        let _ = unsafe { (self.device.api.amd_memory_pool_free)(self.address as *mut c_void) };
-    }
-}
-
-impl AmdgpuDevice {
-    /// `bytes` (at least 1) from `pool`; with `gpu_access`, host memory the GPU is then
-    /// allowed to reach (freed again when that fails).
-    fn pool_allocate(
-        &self,
-        pool: MemoryPool,
-        bytes: usize,
-        gpu_access: bool,
-    ) -> Result<*mut c_void> {
-        let api = self.api;
-        let mut address: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a pool of this runtime; writes one pointer to a live local.
-        check(api, "hsa_amd_memory_pool_allocate", unsafe {
-            (api.amd_memory_pool_allocate)(pool, bytes.max(1), 0, &mut address)
-        })
-        .map_err(failed(ErrorKind::OutOfMemory))?;
-        if gpu_access {
-            // SAFETY: one agent; `address` was just allocated from a pool of this runtime.
-            let allowed = check(api, "hsa_amd_agents_allow_access", unsafe {
-                (api.amd_agents_allow_access)(1, &self.props.agent, std::ptr::null(), address)
-            });
-            if let Err(e) = allowed {
-                // SAFETY: allocated just above, not handed out.
-                let _ = unsafe { (api.amd_memory_pool_free)(address) };
-                return Err(e.error(ErrorKind::OutOfMemory));
-            }
-        }
-        Ok(address)
-    }
-
-    fn alloc_kernarg(&self, arguments: &[u8]) -> Result<Kernarg<'_>> {
-        let address = self
-            .pool_allocate(self.props.kernarg_pool, arguments.len().max(8), true)
-            .map_err(|e| e.context("allocating kernel arguments"))?;
-        let kernarg = Kernarg {
-            device: self,
-            address: address as u64,
-        };
-        // SAFETY: fresh host-visible memory of at least `arguments.len()` bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(arguments.as_ptr(), address as *mut u8, arguments.len())
-        };
-        Ok(kernarg)
-    }
-
-    /// An executable symbol by name and kind, `None` when the code object has none.
-    fn symbol(&self, module: &Module, name: &str, kind: u32) -> Result<Option<ExecutableSymbol>> {
-        let api = self.api;
-        let c = c_name(name);
-        let mut symbol = ExecutableSymbol::default();
-        // SAFETY: a live executable, a NUL-terminated name and this GPU agent.
-        let status = unsafe {
-            (api.executable_get_symbol_by_name)(
-                module.executable,
-                c.as_ptr() as *const c_char,
-                &self.props.agent,
-                &mut symbol,
-            )
-        };
-        if status != STATUS_SUCCESS {
-            // HSA says "invalid symbol name" for a name the executable lacks.
-            return match check(api, "hsa_executable_get_symbol_by_name", status) {
-                Err(HsaError {
-                    status: STATUS_ERROR_INVALID_SYMBOL_NAME,
-                    ..
-                })
-                | Ok(()) => Ok(None),
-                Err(e) => Err(e.error(ErrorKind::SymbolNotFound)),
-            };
-        }
-        let found: u32 = self.symbol_info(symbol, symbol_info::TYPE)?;
-        Ok((found == kind).then_some(symbol))
-    }
-
-    fn symbol_info<T: Default>(&self, symbol: ExecutableSymbol, attribute: u32) -> Result<T> {
-        let api = self.api;
-        // SAFETY: callers pass the type each attribute documents (hsa.h).
-        unsafe {
-            hsa::info(api, "hsa_executable_symbol_get_info", |out| {
-                (api.executable_symbol_get_info)(symbol, attribute, out)
-            })
-        }
-        .map_err(failed(ErrorKind::SymbolNotFound))
     }
 }

@@ -7,6 +7,11 @@
 //! table, constructors, kernel environments, geometry and the device `printf` buffer are the
 //! generic layer's.
 //!
+//! Where things are: [`hsa`] is the runtime in cudarc's layers (`sys` declarations, `result` one
+//! checked function per call); above it, `agent` discovers the GPUs, `memory` allocates and
+//! copies, `module` loads code objects and finds symbols, `queue` dispatches kernels, and
+//! `device` is the [`AmdgpuDevice`] the generic layer drives, delegating to them.
+//!
 //! Contract:
 //! - Constructing the plugin does nothing; the runtime is loaded and initialized the first time
 //!   the front asks for devices. A missing library, a failing `hsa_init` (no `/dev/kfd`) or no GPU
@@ -23,13 +28,18 @@
 //!   dynamic LDS size) and a completion signal; a queue error (a faulting kernel) ends the wait
 //!   with an error instead of a hang.
 
+mod agent;
 mod device;
 pub mod hsa;
+mod memory;
+mod module;
+mod queue;
 
 #[cfg(test)]
 mod tests;
 
-pub use device::{AgentProps, AmdgpuDevice};
+pub use agent::AgentProps;
+pub use device::AmdgpuDevice;
 use hsa::sys::{self, Api};
 use rustomp_plugin::diag::Settings;
 use rustomp_plugin::generic::{Driver, GenericPlugin};
@@ -113,13 +123,9 @@ impl Driver for AmdgpuDriver {
             })?,
         };
         // Kept before `hsa_init`, which may fail: the loaded table is the plugin's either way.
-        let _ = self.api.set(api);
-        hsa::check(api, "hsa_init", {
-            // SAFETY: hsa_init takes no arguments; it may be called more than once.
-            unsafe { (api.init)() }
-        })
-        .map_err(|e| format!("the HSA runtime ({}) does not initialize: {e} (no /dev/kfd or no permission to use it?)", self.library))?;
-        let agents = device::discover(api)
+        self.api.get_or_init(|| api);
+        hsa::result::init(api).map_err(|e| format!("the HSA runtime ({}) does not initialize: {e} (no /dev/kfd or no permission to use it?)", self.library))?;
+        let agents = agent::discover(api)
             .map_err(|e| format!("the HSA runtime cannot list its agents: {e}"))?;
         if agents.is_empty() {
             return Err(format!(

@@ -1,7 +1,9 @@
-//! The HSA runtime, loaded at run time: raw declarations in [`sys`], and here the error type and
-//! one checked wrapper per call the plugin makes with handles it owns (cudarc style: the status
-//! code becomes a `Result`, `unsafe` stays in this module and in `sys`).
+//! The HSA runtime, loaded at run time, in cudarc's layers: raw declarations in [`sys`], one thin
+//! checked function per call the plugin makes in [`result`], and here the error type and the
+//! helpers they share (a status becomes a `Result`; `unsafe` stays in this module, in `sys` and
+//! at the edges of the backend's owning types).
 
+pub mod result;
 pub mod sys;
 
 use core::ffi::{c_char, c_void};
@@ -81,6 +83,14 @@ pub fn check(api: &Api, call: &'static str, status: Status) -> HsaResult<()> {
         rest.trim_start_matches([':', ' ']).to_string()
     });
     Err(HsaError { call, status, text })
+}
+
+/// Reports a failed release: nothing can be done about it in `Drop` or on a cleanup path that
+/// already returns another error, but it is traced.
+pub fn released(what: &str, result: HsaResult<()>) {
+    if let Err(e) = result {
+        rustomp_plugin::diag::debug("amdgpu", format_args!("releasing {what}: {e}"));
+    }
 }
 
 /// Reads one `T` of an info query: `query(attribute, out)` is one of the `*_get_info` calls,
