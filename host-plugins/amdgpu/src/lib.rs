@@ -9,7 +9,7 @@
 //!
 //! Where things are: [`hsa`] is the runtime in cudarc's layers (`sys` declarations, `result` one
 //! checked function per call); above it, `agent` discovers the GPUs, `memory` allocates and
-//! copies, `module` loads code objects and finds symbols, `queue` dispatches kernels, and
+//! copies, `module` loads code objects and finds symbols, `queue` owns the AQL queue and its packets, `launch` runs a kernel and waits for it, and
 //! `device` is the [`AmdgpuDevice`] the generic layer drives, delegating to them.
 //!
 //! Contract:
@@ -31,6 +31,7 @@
 mod agent;
 mod device;
 pub mod hsa;
+mod launch;
 mod memory;
 mod module;
 mod queue;

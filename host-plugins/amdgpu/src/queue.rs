@@ -3,11 +3,9 @@
 //! one kernel-dispatch packet per launch.
 
 use crate::agent::AgentProps;
-use crate::device::AmdgpuDevice;
 use crate::hsa::result as r;
 use crate::hsa::sys::*;
-use crate::hsa::{check, failed, released, HsaResult};
-use crate::module::Function;
+use crate::hsa::{failed, released, HsaResult};
 use core::ffi::c_void;
 use rustomp_plugin::generic::KernelLaunch;
 use rustomp_plugin::{ErrorKind, OffloadError, Result};
@@ -93,7 +91,7 @@ impl AqlQueue {
     }
 
     /// The first error the runtime reported for the queue, [`STATUS_SUCCESS`] while none.
-    fn error(&self) -> Status {
+    pub(crate) fn error(&self) -> Status {
         self.error.load(Ordering::Acquire)
     }
 
@@ -102,7 +100,7 @@ impl AqlQueue {
     ///
     /// # Safety
     /// The packet's kernel object and kernel-argument address are live until it completes.
-    unsafe fn dispatch(&self, packet: KernelDispatchPacket) {
+    pub(crate) unsafe fn dispatch(&self, packet: KernelDispatchPacket) {
         let api = self.api;
         let queue = self.queue;
         // SAFETY: the runtime's queue, alive while `self` is; its fields are read-only to us.
@@ -159,171 +157,39 @@ impl Drop for CompletionSignal<'_> {
     }
 }
 
-/// Kernel arguments in kernarg memory, freed on drop.
-struct Kernarg<'a> {
-    device: &'a AmdgpuDevice,
-    address: u64,
-}
-
-impl Drop for Kernarg<'_> {
-    fn drop(&mut self) {
-        released("kernel arguments", {
-            // SAFETY: allocated in `alloc_kernarg`; the dispatch using it has completed.
-            unsafe { r::amd_memory_pool_free(self.device.api, self.address as *mut c_void) }
-        });
+/// Fills the kernel-argument buffer: the explicit arguments, then the implicit block (as
+/// much of it as the kernel's segment holds).
+pub(crate) fn kernel_arguments(launch: &KernelLaunch<'_>, segment_bytes: usize) -> Vec<u8> {
+    let explicit = launch.args.len() * 8;
+    let mut bytes = vec![0u8; segment_bytes.max(explicit)];
+    for (i, value) in launch.args.iter().enumerate() {
+        bytes[i * 8..i * 8 + 8].copy_from_slice(&value.to_le_bytes());
     }
-}
-
-impl AmdgpuDevice {
-    /// [`Backend::launch`](rustomp_plugin::generic::Backend::launch): one kernel-dispatch
-    /// packet, waited for.
-    ///
-    /// # Safety
-    /// As the trait's: `launch.args` are the values the kernel takes; the memory they point to
-    /// lives until this returns.
-    pub(crate) unsafe fn run_kernel(
-        &self,
-        function: Function,
-        launch: &KernelLaunch<'_>,
-        while_running: Option<&mut dyn FnMut() -> bool>,
-    ) -> Result<()> {
-        let api = self.api;
-        let arguments = Self::kernel_arguments(launch, function.kernarg_size as usize);
-        let kernarg = self.alloc_kernarg(&arguments)?;
-        let signal = CompletionSignal::new(api).map_err(failed(ErrorKind::LaunchFailed))?;
-        let private_size = if function.dynamic_stack {
-            self.stack_size.min(u64::from(u32::MAX)) as u32
-        } else {
-            0
+    let base = explicit.next_multiple_of(8);
+    let mut put = |offset: usize, value: &[u8]| {
+        if let Some(slot) = bytes.get_mut(base + offset..base + offset + value.len()) {
+            slot.copy_from_slice(value);
         }
-        .max(function.private_size);
-        let group = workgroup_size(launch);
-        let mut packet = KernelDispatchPacket {
-            header: packet::PACKET_TYPE_KERNEL_DISPATCH << packet::HEADER_TYPE
-                | packet::FENCE_SCOPE_SYSTEM << packet::HEADER_SCACQUIRE_FENCE_SCOPE
-                | packet::FENCE_SCOPE_SYSTEM << packet::HEADER_SCRELEASE_FENCE_SCOPE,
-            setup: grid_dimensions(launch) << packet::KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS,
-            workgroup_size_x: group[0],
-            workgroup_size_y: group[1],
-            workgroup_size_z: group[2],
-            private_segment_size: private_size,
-            group_segment_size: function
-                .group_size
-                .saturating_add(launch.dynamic_shared_bytes),
-            kernel_object: function.kernel_object,
-            kernarg_address: kernarg.address,
-            completion_signal: signal.signal,
-            ..Default::default()
-        };
-        (packet.grid_size_x, packet.grid_size_y, packet.grid_size_z) = (
-            launch.blocks[0].saturating_mul(u32::from(group[0])),
-            launch.blocks[1].saturating_mul(u32::from(group[1])),
-            launch.blocks[2].saturating_mul(u32::from(group[2])),
-        );
-        // SAFETY: the kernel object belongs to a loaded executable; the kernel arguments live in
-        // `kernarg` until after the wait below.
-        unsafe { self.queue.dispatch(packet) };
-        self.wait(signal.signal, while_running).map_err(|why| {
-            OffloadError::new(
-                ErrorKind::LaunchFailed,
-                format!("failure while running: {why}"),
-            )
-        })
+    };
+    for (d, (blocks, group)) in launch.blocks.iter().zip(workgroup_size(launch)).enumerate() {
+        put(implicit::BLOCK_COUNT + 4 * d, &blocks.to_le_bytes());
+        put(implicit::GROUP_SIZE + 2 * d, &group.to_le_bytes());
     }
-
-    /// Waits for `signal` to drop below 1, calling `while_running` meanwhile; a queue error
-    /// ends the wait.
-    pub(crate) fn wait(
-        &self,
-        signal: Signal,
-        mut while_running: Option<&mut dyn FnMut() -> bool>,
-    ) -> std::result::Result<(), String> {
-        let api = self.api;
-        // Sleep at most 100 microseconds between checks when serving host calls, else 10 ms.
-        let ticks_per_us = (self.props.timestamp_frequency / 1_000_000).max(1);
-        let hint = ticks_per_us * if while_running.is_some() { 100 } else { 10_000 };
-        loop {
-            let served = while_running.as_mut().is_some_and(|serve| serve());
-            // SAFETY: a live signal of this runtime.
-            if unsafe { r::signal_load_scacquire(api, signal) } < 1 {
-                return Ok(());
-            }
-            let error = self.queue.error();
-            if error != STATUS_SUCCESS {
-                let text = check(api, "the GPU queue", error)
-                    .err()
-                    .map_or_else(String::new, |e| e.to_string());
-                return Err(format!(
-                    "{text}; the queue of {} is unusable",
-                    self.info.name
-                ));
-            }
-            if !served {
-                // SAFETY: as above; returns on the condition or after about `hint` ticks. The
-                // value it saw is not needed: the loop loads the signal again.
-                unsafe {
-                    r::signal_wait_scacquire(
-                        api,
-                        signal,
-                        signal_condition::LT,
-                        1,
-                        hint,
-                        wait_state::BLOCKED,
-                    )
-                };
-            }
-        }
-    }
-
-    /// Fills the kernel-argument buffer: the explicit arguments, then the implicit block (as
-    /// much of it as the kernel's segment holds).
-    fn kernel_arguments(launch: &KernelLaunch<'_>, segment_bytes: usize) -> Vec<u8> {
-        let explicit = launch.args.len() * 8;
-        let mut bytes = vec![0u8; segment_bytes.max(explicit)];
-        for (i, value) in launch.args.iter().enumerate() {
-            bytes[i * 8..i * 8 + 8].copy_from_slice(&value.to_le_bytes());
-        }
-        let base = explicit.next_multiple_of(8);
-        let mut put = |offset: usize, value: &[u8]| {
-            if let Some(slot) = bytes.get_mut(base + offset..base + offset + value.len()) {
-                slot.copy_from_slice(value);
-            }
-        };
-        for (d, (blocks, group)) in launch.blocks.iter().zip(workgroup_size(launch)).enumerate() {
-            put(implicit::BLOCK_COUNT + 4 * d, &blocks.to_le_bytes());
-            put(implicit::GROUP_SIZE + 2 * d, &group.to_le_bytes());
-        }
-        put(implicit::GRID_DIMS, &grid_dimensions(launch).to_le_bytes());
-        put(
-            implicit::DYNAMIC_LDS_SIZE,
-            &launch.dynamic_shared_bytes.to_le_bytes(),
-        );
-        bytes
-    }
-
-    fn alloc_kernarg(&self, arguments: &[u8]) -> Result<Kernarg<'_>> {
-        let address = self
-            .pool_allocate(self.props.kernarg_pool, arguments.len().max(8), true)
-            .map_err(|e| e.context("allocating kernel arguments"))?;
-        let kernarg = Kernarg {
-            device: self,
-            address: address as u64,
-        };
-        // SAFETY: fresh host-visible memory of at least `arguments.len()` bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(arguments.as_ptr(), address as *mut u8, arguments.len())
-        };
-        Ok(kernarg)
-    }
+    put(implicit::GRID_DIMS, &grid_dimensions(launch).to_le_bytes());
+    put(
+        implicit::DYNAMIC_LDS_SIZE,
+        &launch.dynamic_shared_bytes.to_le_bytes(),
+    );
+    bytes
 }
 
 /// Threads per workgroup in x, y, z as AQL and the implicit arguments hold them (16 bits).
-fn workgroup_size(launch: &KernelLaunch<'_>) -> [u16; 3] {
+pub(crate) fn workgroup_size(launch: &KernelLaunch<'_>) -> [u16; 3] {
     launch.threads.map(|t| t.min(u32::from(u16::MAX)) as u16)
 }
 
 /// How many dimensions a launch uses (the packet's setup and `hidden_grid_dims`, as LLVM).
-fn grid_dimensions(launch: &KernelLaunch<'_>) -> u16 {
+pub(crate) fn grid_dimensions(launch: &KernelLaunch<'_>) -> u16 {
     if launch.blocks[2] * launch.threads[2] > 1 {
         3
     } else if launch.blocks[1] * launch.threads[1] > 1 {
