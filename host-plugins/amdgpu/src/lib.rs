@@ -9,8 +9,9 @@
 //!
 //! Where things are: [`hsa`] is the runtime in cudarc's layers (`sys` declarations, `result` one
 //! checked function per call); above it, `agent` discovers the GPUs, `memory` allocates and
-//! copies, `module` loads code objects and finds symbols, `queue` owns the AQL queue and its packets, `launch` runs a kernel and waits for it, and
-//! `device` is the [`AmdgpuDevice`] the generic layer drives, delegating to them.
+//! copies, `module` loads code objects and finds symbols, `queue` owns the AQL queue and writes
+//! its packets, `launch` runs a kernel and waits for it, and `device` is the [`AmdgpuDevice`]
+//! the generic layer drives, delegating to them.
 //!
 //! Contract:
 //! - Constructing the plugin does nothing; the runtime is loaded and initialized the first time
