@@ -37,6 +37,7 @@ Commands:
                       each other); --graph prints every module's uses
   test [--quick]      clippy, cargo test, runtime builds, device-symbol check of the ABI probes, and the
                       program corpus (tests/programs) against rustomp and LLVM; --quick skips the corpus
+  test --corpus       only the runtime builds and the program corpus on the CPU plugin
   test --gpu          the corpus on a GPU (RUSTOMP_GPU_ARCH, default sm_90; gfx* for AMD); skipped without its driver
   test --sanitize     ThreadSanitizer over the emulation, plugin and host-library tests, Miri over
                       the pure-Rust ones (nightly toolchain)
@@ -122,13 +123,14 @@ fn dispatch(args: &[String]) -> Result<i32> {
             demo::run(!f[0])?;
         }
         "test" => {
-            let f = flags(cmd, rest, &["--gpu", "--quick", "--sanitize"])?;
+            let f = flags(cmd, rest, &["--gpu", "--quick", "--sanitize", "--corpus"])?;
             if f[2] {
                 return sanitize::run();
             }
             return test::run(test::Options {
                 gpu: f[0],
                 quick: f[1],
+                corpus_only: f[3],
             });
         }
         "bench" => {
