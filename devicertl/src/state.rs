@@ -282,6 +282,11 @@ pub struct ThreadView {
     pub thread_num: u32,
     pub num_threads: u32,
     pub active_level: u32,
+    /// The thread's level-1 region is the team-wide one (else it was serialized, or there is
+    /// none): its thread number there is the hardware id, its size `team_size`.
+    pub in_team_region: bool,
+    /// Threads of the team-wide region the thread is in (1 outside it).
+    pub team_size: u32,
 }
 
 pub fn thread_view() -> ThreadView {
@@ -296,5 +301,7 @@ pub fn thread_view() -> ThreadView {
         thread_num: if outermost { tid } else { 0 },
         num_threads: if outermost { team_size } else { 1 },
         active_level: (in_team_region && team_size > 1) as u32,
+        in_team_region,
+        team_size: if in_team_region { team_size } else { 1 },
     }
 }
