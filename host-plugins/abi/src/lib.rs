@@ -350,6 +350,12 @@ pub mod host_call_state {
 
 /// `DeviceEnvironmentTy`: the device-global `__omp_rtl_device_environment`, written by the
 /// plugin when it loads an image.
+///
+/// Byte for byte LLVM 22's (`offload/include/Shared/Environment.h`: `uint32_t DeviceDebugKind,
+/// NumDevices, DeviceNum, DynamicMemSize; uint64_t ClockFrequency; uintptr_t IndirectCallTable;
+/// uint64_t IndirectCallTableSize, HardwareParallelism`), which LLVM 22's libomptarget writes in
+/// `DeviceTy::loadBinary` (48 bytes, looked up by name with that size): the indirect-call table
+/// is a device pointer to `{host, device}` pairs sorted by host address and its entry count.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, IntoBytes, FromBytes, Immutable, KnownLayout)]
 pub struct DeviceEnvironment {
@@ -364,6 +370,10 @@ pub struct DeviceEnvironment {
     pub hardware_parallelism: u64,
 }
 const_assert_eq!(size_of::<DeviceEnvironment>(), 48);
+const_assert_eq!(offset_of!(DeviceEnvironment, debug_kind), 0);
+const_assert_eq!(offset_of!(DeviceEnvironment, num_devices), 4);
+const_assert_eq!(offset_of!(DeviceEnvironment, device_num), 8);
+const_assert_eq!(offset_of!(DeviceEnvironment, dynamic_mem_size), 12);
 const_assert_eq!(offset_of!(DeviceEnvironment, clock_frequency), 16);
 const_assert_eq!(offset_of!(DeviceEnvironment, indirect_call_table), 24);
 const_assert_eq!(offset_of!(DeviceEnvironment, indirect_call_table_size), 32);
