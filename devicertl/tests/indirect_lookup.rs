@@ -150,16 +150,17 @@ fn exported_entry_points_use_the_published_table() {
         indirect_call_table_size: t.len() as u64,
         ..Default::default()
     };
-    // SAFETY (every `set` below): no emulated kernel runs in this test binary while the
-    // globals change.
-    let publish = |env: DeviceEnvironment, seed: &[FptrMapEntry]| unsafe {
-        __omp_rtl_device_environment.set(env);
-        __omp_offloading_fptr_map_p.set(if seed.is_empty() {
-            DevicePtr::null()
-        } else {
-            DevicePtr(seed.as_ptr() as *mut _)
-        });
-        __omp_offloading_fptr_map_size.set(seed.len() as u64);
+    let publish = |env: DeviceEnvironment, seed: &[FptrMapEntry]| {
+        // SAFETY: no emulated kernel runs in this test binary while the globals change.
+        unsafe {
+            __omp_rtl_device_environment.set(env);
+            __omp_offloading_fptr_map_p.set(if seed.is_empty() {
+                DevicePtr::null()
+            } else {
+                DevicePtr(seed.as_ptr() as *mut _)
+            });
+            __omp_offloading_fptr_map_size.set(seed.len() as u64);
+        }
     };
 
     // Nothing published: every pointer unchanged.
