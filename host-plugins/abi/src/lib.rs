@@ -320,7 +320,8 @@ pub const HOST_CALL_DATA_BYTES: usize = 4096;
 /// kernel runs; the device runtime finds it through `__rustomp_host_call_port`.
 #[repr(C)]
 pub struct HostCallPort {
-    /// One of [`host_call_state`], changed atomically by both sides.
+    /// One of [`host_call_state`]. The device only stores it (release) and loads it (acquire):
+    /// no read-modify-write of host memory crosses the bus; the host may compare-exchange it.
     pub state: u32,
     pub reserved: u32,
     /// Host address of `u64 function(void *data)`.
@@ -337,11 +338,12 @@ const_assert_eq!(offset_of!(HostCallPort, result), 24);
 const_assert_eq!(offset_of!(HostCallPort, data), 32);
 const_assert_eq!(size_of::<HostCallPort>(), 32 + HOST_CALL_DATA_BYTES);
 
-/// [`HostCallPort::state`] values: the device claims a free port, fills it and posts a
-/// request; the host takes it (serving), calls, and posts the result (done); the device reads
-/// it and frees the port.
+/// [`HostCallPort::state`] values: a device thread that holds the device runtime's lock (in
+/// device memory) fills the free port and posts a request; the host takes it (serving), calls,
+/// and posts the result (done); the device reads it and frees the port.
 pub mod host_call_state {
     pub const FREE: u32 = 0;
+    /// Not written by the current device runtime (it claims the port through its own lock).
     pub const CLAIMED: u32 = 1;
     pub const REQUEST: u32 = 2;
     pub const SERVING: u32 = 3;
