@@ -174,6 +174,9 @@ pub struct TeamState {
     /// Software barrier for a subset of the team: arrivals and generation.
     pub barrier_arrived: AtomicU32,
     pub barrier_generation: AtomicU32,
+    /// The hardware barrier of a region that is not whole warps (nvptx: an mbarrier object),
+    /// set up by the region's opener; never touched as an integer.
+    pub subset_barrier: AtomicU64,
     /// Dynamic loop schedule shared by the threads of a team-wide region.
     pub dispatch: crate::workshare::DispatchState,
     /// One `ThreadSlot` per thread of the block, allocated when a thread first needs one.
