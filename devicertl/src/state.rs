@@ -8,7 +8,7 @@
 use crate::arch;
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use rustomp_abi::KernelLaunchEnvironment;
 
 /// Arguments of a generic-mode parallel region copied to team-shared memory (workers cannot
@@ -185,6 +185,8 @@ pub struct TeamState {
     pub scratch: [AtomicU64; 32],
     pub shared_args_slots: [AtomicPtr<c_void>; SHARED_ARG_SLOTS],
     pub thread_flags: [AtomicU8; MAX_TEAM_THREADS],
+    /// SPMD kernels: each thread's top of the team-shared stack (see `memory::alloc_shared`).
+    pub spmd_stack_top: [AtomicU16; MAX_TEAM_THREADS],
     /// The team-shared stack behind `__kmpc_alloc_shared`: the program writes its variables
     /// there through the pointers it gets, while every thread holds a `&TeamState`, so the
     /// bytes are an `UnsafeCell` (same layout as the array); `stack_top` and the compiler's
@@ -229,10 +231,13 @@ pub fn init_team(exec_mode: u8, launch_env: *mut KernelLaunchEnvironment) {
     }
 }
 
-/// Each thread clears its own slot before the first barrier of the kernel.
+/// Each thread clears its own slots before the first barrier of the kernel.
 pub fn init_thread(tid: u32) {
     if let Some(slot) = team().thread_flags.get(tid as usize) {
         slot.store(0, Ordering::Relaxed);
+    }
+    if let Some(top) = team().spmd_stack_top.get(tid as usize) {
+        top.store(0, Ordering::Relaxed);
     }
 }
 
