@@ -219,8 +219,8 @@ fn spmd_team_variables_are_one_per_team() {
     for (teams, threads) in [(2u32, 40u32), (1, 8), (3, 16)] {
         copied_out.lock().unwrap().clear();
         spmd_kernel(teams, threads, 8, no_launch_env(), || {
-            // SAFETY: four bytes, freed below in reverse order.
-            let team_copy = Shared(unsafe { __kmpc_alloc_shared(4) } as *mut i32);
+            // Four bytes, freed below in reverse order.
+            let team_copy = Shared(__kmpc_alloc_shared(4) as *mut i32);
             let (mut last, mut lb, mut ub, mut stride) = (0, 0, TRIP - 1, 1);
             // SAFETY: writable out-parameters, as clang passes them.
             unsafe {
