@@ -1,14 +1,21 @@
 //! Checks of the device runtime's machine code: PTX for nvptx64, GCN assembly for amdgcn. They
 //! pin the properties the host emulation cannot see and that a later change could lose silently:
 //!
-//! - the barriers of a region on part of a team are a named `barrier.sync id, count`, or count
-//!   arrivals with a fence before every relaxed RMW (clang-22's NVPTX backend drops the ordering
-//!   of an acq_rel/release `atomicrmw`, so the fences must be explicit);
+//! - the barriers of a region on part of a team are a named `barrier.sync id, count` (whole
+//!   warps) and, for any other count, an mbarrier on sm_80+ (`mbarrier.arrive` /
+//!   `mbarrier.test_wait`, a hardware barrier racecheck sees) or, below sm_80 (checked on an
+//!   sm_70 compile, which must hold no mbarrier instruction), arrivals counted with a fence
+//!   before every relaxed RMW (clang-22's NVPTX backend drops the ordering of an
+//!   acq_rel/release `atomicrmw`, so the fences must be explicit);
 //! - the team barrier is the non-aligned `barrier.sync 0` (threads of a warp may arrive from
 //!   different places in generic mode);
 //! - the reduction's warp shuffles name the region's lanes, never `activemask()` (a subset after
 //!   divergence): a shuffle's mask is the constant full mask or computed, not read from
-//!   `activemask`.
+//!   `activemask`;
+//! - `__llvm_omp_host_call` does no atomic read-modify-write on the port in host memory (PCIe
+//!   need not carry atomics): its RMWs are on `.global` device memory, the port's state word is
+//!   published with `st.release.sys` and waited for with `ld.acquire.sys` (a strong load, read
+//!   again on every iteration).
 use crate::bail;
 use crate::devicertl::Target;
 use crate::util::{self, Cmd, Result};
@@ -22,20 +29,30 @@ const SYNC_ROOTS: [&str; 3] = [
     "__kmpc_dispatch_init_4",
 ];
 const SHUFFLE_ROOTS: [&str; 2] = ["__kmpc_shuffle_int32", "__kmpc_shuffle_int64"];
+const HOST_CALL_ROOT: &str = "__llvm_omp_host_call";
 
 pub fn check(t: &Target, bc: &Path, work: &Path) -> Result<()> {
     let hint = "LLVM 22 tools are needed: `cargo xtask setup`";
     if t.triple.starts_with("nvptx") {
-        let ptx = work.join("devicertl.ptx");
-        Cmd::new("llc-22")
-            .args(["-mcpu=sm_90", "-mattr=+ptx88"])
-            .arg(bc)
-            .arg("-o")
-            .arg(&ptx)
-            .hint(hint)
-            .run()?;
-        let text = util::read(&ptx)?;
-        report(t, check_ptx(&text))
+        // The runtime picks its barrier for a region that is not whole warps by the target
+        // (`__nvvm_reflect("__CUDA_ARCH")`, folded by llc as by clang): both kinds are checked.
+        let mut problems = Vec::new();
+        for (cpu, file, mbarrier) in [
+            ("sm_90", "devicertl.ptx", true),
+            ("sm_70", "devicertl-sm_70.ptx", false),
+        ] {
+            let ptx = work.join(file);
+            Cmd::new("llc-22")
+                .args([&format!("-mcpu={cpu}"), "-mattr=+ptx88"])
+                .arg(bc)
+                .arg("-o")
+                .arg(&ptx)
+                .hint(hint)
+                .run()?;
+            let text = util::read(&ptx)?;
+            problems.extend(check_ptx(&text, mbarrier).into_iter().map(|p| format!("{cpu}: {p}")));
+        }
+        report(t, problems)
     } else {
         // LDS is laid out per kernel, so the runtime is compiled with a kernel that calls it.
         let kernel = work.join("check-kernel.ll");
@@ -76,7 +93,7 @@ define amdgpu_kernel void @__rustomp_check_kernel() {
 fn report(t: &Target, problems: Vec<String>) -> Result<()> {
     if problems.is_empty() {
         let what = if t.triple.starts_with("nvptx") {
-            "named and fenced region barriers, non-aligned team barrier, shuffle masks not from activemask"
+            "named barriers, mbarrier (sm_80+) or fenced counting barrier (sm_70) for other counts, non-aligned team barrier, shuffle masks not from activemask, host calls without RMW on host memory"
         } else {
             "s_barrier, memory waits before barrier arrivals"
         };
@@ -176,7 +193,9 @@ fn any_line(
     set.iter().any(|f| functions[*f].iter().any(|l| pred(l)))
 }
 
-fn check_ptx(ptx: &str) -> Vec<String> {
+/// `mbarrier`: the PTX is for sm_80+, where a region that is not whole warps meets at an
+/// mbarrier; else it counts arrivals and must hold no mbarrier instruction.
+fn check_ptx(ptx: &str, mbarrier: bool) -> Vec<String> {
     let functions = ptx_functions(ptx);
     let mut problems = Vec::new();
     let has_fence = |f: &str| {
@@ -202,10 +221,22 @@ fn check_ptx(ptx: &str) -> Vec<String> {
                 sem.iter().any(|s| l.starts_with(&format!("fence.{s}.cta")))
             })
         };
-        if !cta(&["release", "acq_rel", "sc"]) || !cta(&["acquire", "acq_rel", "sc"]) {
-            problems.push(format!(
-                "{root}: the counting barrier lacks its CTA-scope release or acquire fence"
-            ));
+        let has = |op: &str| any_line(&functions, &set, |l| l.starts_with(op));
+        if mbarrier {
+            if !has("mbarrier.arrive") || !has("mbarrier.test_wait") {
+                problems.push(format!(
+                    "{root}: no mbarrier (arrive and test_wait) for regions that are not whole warps"
+                ));
+            }
+        } else {
+            if has("mbarrier") {
+                problems.push(format!("{root}: an mbarrier instruction below sm_80"));
+            }
+            if !cta(&["release", "acq_rel", "sc"]) || !cta(&["acquire", "acq_rel", "sc"]) {
+                problems.push(format!(
+                    "{root}: the counting barrier lacks its CTA-scope release or acquire fence"
+                ));
+            }
         }
         // Every relaxed RMW must come after a fence in its own function.
         for f in &set {
@@ -247,6 +278,46 @@ fn check_ptx(ptx: &str) -> Vec<String> {
         if any_line(&functions, &set, |l| l.starts_with("activemask")) {
             problems.push(format!("{root}: the shuffle mask comes from activemask (a subset of the lanes after divergence)"));
         }
+    }
+    problems.extend(check_host_call(&functions));
+    problems
+}
+
+/// `__llvm_omp_host_call` talks to the host through a port in host memory: loads and stores
+/// only there (an `atom` on a generic address may be the port), a system-scope release store
+/// of the state and a system-scope acquire load to wait for the answer.
+fn check_host_call(functions: &BTreeMap<String, Vec<String>>) -> Vec<String> {
+    let root = HOST_CALL_ROOT;
+    if !functions.contains_key(root) {
+        return vec![format!("{root} is not in the PTX")];
+    }
+    let set = closure(functions, root);
+    let mut problems = Vec::new();
+    for f in &set {
+        for l in &functions[*f] {
+            let rmw = l.starts_with("atom.") || l.starts_with("red.");
+            if rmw && !l.contains(".global") {
+                problems.push(format!(
+                    "{root}: `{l}` in {f} is an atomic RMW that may reach the port in host memory \
+                     (only loads and stores may cross PCIe; take turns through device memory)"
+                ));
+            }
+        }
+    }
+    let generic_sys = |op: &str| {
+        any_line(functions, &set, |l| {
+            l.starts_with(op) && !l.contains(".shared") && !l.contains(".global")
+        })
+    };
+    if !generic_sys("st.release.sys") {
+        problems.push(format!(
+            "{root}: no `st.release.sys` publishing the request to the host"
+        ));
+    }
+    if !generic_sys("ld.acquire.sys") {
+        problems.push(format!(
+            "{root}: no `ld.acquire.sys` waiting for the host's answer (a weak or cached load may never see it)"
+        ));
     }
     problems
 }
@@ -324,31 +395,74 @@ mod tests {
     use super::*;
 
     const GOOD: &str = ".func _R4fence\n{\n\tfence.release.cta;\n\tfence.acquire.cta;\n\tret;\n}\n\
-        .visible .func __kmpc_barrier(\n\t.param .b64 p\n)\n{\n\tcall.uni _R4fence, ();\n\tatom.add.u32 \t%r1, [%rd1], 1;\n\tbarrier.sync \t1, %r1;\n}\n\
+        .visible .func __kmpc_barrier(\n\t.param .b64 p\n)\n{\n\tcall.uni _R4fence, ();\n\tatom.add.u32 \t%r1, [%rd1], 1;\n\tbarrier.sync \t1, %r1;\n\tMBARRIER\n}\n\
         .visible .func __kmpc_copyprivate()\n{\n\tcall.uni __kmpc_barrier, (param0);\n}\n\
         .visible .func __kmpc_dispatch_init_4()\n{\n\tcall.uni __kmpc_barrier, (param0);\n}\n\
         .visible .func __rustomp_team_barrier()\n{\n\tbarrier.sync \t0;\n}\n\
         .visible .func  (.param .b32 func_retval0) __kmpc_shuffle_int32(\n)\n{\n\tshfl.sync.down.b32 \t%r5, %r1, %r2, %r4, -1;\n}\n\
-        .visible .func  (.param .b64 func_retval0) __kmpc_shuffle_int64(\n)\n{\n\tcall.uni (retval0), __kmpc_shuffle_int32, (p);\n}\n";
+        .visible .func  (.param .b64 func_retval0) __kmpc_shuffle_int64(\n)\n{\n\tcall.uni (retval0), __kmpc_shuffle_int32, (p);\n}\n\
+        .visible .func  (.param .b64 func_retval0) __llvm_omp_host_call(\n)\n{\n\tatom.acquire.sys.global.cas.b32 \t%r1, [__rustomp_host_call_lock], 0, 1;\n\tst.release.sys.b32 \t[%rd7], 2;\n\tld.acquire.sys.b32 \t%r2, [%rd7];\n}\n";
+
+    const MBARRIER: &str = "mbarrier.arrive.shared.b64 \t%rd2, [%rd3];\n\tmbarrier.test_wait.shared.b64 \t%p1, [%rd3], %rd2;";
+
+    /// The sm_90 PTX (mbarrier) and the sm_70 PTX (counting barrier only).
+    fn good(mbarrier: bool) -> String {
+        GOOD.replace("MBARRIER", if mbarrier { MBARRIER } else { "" })
+    }
+
+    fn check(ptx: &str) -> Vec<String> {
+        check_ptx(ptx, true)
+    }
 
     #[test]
     fn ptx_with_the_properties_passes() {
-        assert_eq!(check_ptx(GOOD), Vec::<String>::new());
+        assert_eq!(check_ptx(&good(true), true), Vec::<String>::new());
+        assert_eq!(check_ptx(&good(false), false), Vec::<String>::new());
     }
 
     #[test]
     fn ptx_without_them_fails() {
-        let unfenced = GOOD.replace("\tcall.uni _R4fence, ();\n", "");
-        assert!(check_ptx(&unfenced)
+        let unfenced = good(true).replace("\tcall.uni _R4fence, ();\n", "");
+        assert!(check(&unfenced)
             .iter()
             .any(|p| p.contains("relaxed RMW with no fence")));
-        let no_named = GOOD.replace("barrier.sync \t1, %r1;", "");
-        assert!(check_ptx(&no_named)
+        assert!(check_ptx(&good(false).replace("\tcall.uni _R4fence, ();\n", ""), false)
+            .iter()
+            .any(|p| p.contains("lacks its CTA-scope")));
+        let no_named = good(true).replace("barrier.sync \t1, %r1;", "");
+        assert!(check(&no_named)
             .iter()
             .any(|p| p.contains("named barrier")));
-        let active = GOOD.replace("\tshfl.sync", "\tactivemask.b32 \t%r9;\n\tshfl.sync");
-        assert!(check_ptx(&active).iter().any(|p| p.contains("activemask")));
-        let aligned = GOOD.replace("barrier.sync \t0;", "barrier.sync.aligned \t0;");
-        assert!(!check_ptx(&aligned).is_empty());
+        let active = good(true).replace("\tshfl.sync", "\tactivemask.b32 \t%r9;\n\tshfl.sync");
+        assert!(check(&active).iter().any(|p| p.contains("activemask")));
+        let aligned = good(true).replace("barrier.sync \t0;", "barrier.sync.aligned \t0;");
+        assert!(!check(&aligned).is_empty());
+    }
+
+    /// What the H200 run's runtime had for a region of 40 threads: only the counting barrier,
+    /// which racecheck cannot see (16 race reports in program 120).
+    #[test]
+    fn ptx_without_an_mbarrier_on_sm_90_fails() {
+        assert!(check_ptx(&good(false), true)
+            .iter()
+            .any(|p| p.contains("no mbarrier")));
+        assert!(check_ptx(&good(true), false)
+            .iter()
+            .any(|p| p.contains("below sm_80")));
+    }
+
+    /// What the H200 run's runtime had: the port claimed with a compare-exchange on the port
+    /// itself, in host memory (`atom.acquire.sys.cas.b32 [%rd7], 0, 1` in its PTX).
+    #[test]
+    fn host_call_ptx_without_them_fails() {
+        let on_port = good(true).replace(
+            "atom.acquire.sys.global.cas.b32 \t%r1, [__rustomp_host_call_lock], 0, 1;",
+            "atom.acquire.sys.cas.b32 \t%r1, [%rd7], 0, 1;",
+        );
+        assert!(check(&on_port).iter().any(|p| p.contains("may reach the port")));
+        let weak_wait = good(true).replace("ld.acquire.sys.b32", "ld.b32");
+        assert!(check(&weak_wait).iter().any(|p| p.contains("ld.acquire.sys")));
+        let weak_post = good(true).replace("st.release.sys.b32", "st.b32");
+        assert!(check(&weak_post).iter().any(|p| p.contains("st.release.sys")));
     }
 }

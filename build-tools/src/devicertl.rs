@@ -45,7 +45,9 @@ pub const TARGETS: [Target; 2] = [
         rustflags: None,
         // Resolved by the CUDA driver when it loads the image; the dynamic shared memory array
         // is `.extern .shared` by definition (sized at launch).
-        allowed_undefined: &["malloc", "free", "vprintf", "__rustomp_dynamic_shared"],
+        // `__nvvm_reflect` is folded by the NVPTX backend when the program is compiled for its
+        // --offload-arch (NVVMReflect), never linked.
+        allowed_undefined: &["malloc", "free", "vprintf", "__rustomp_dynamic_shared", "__nvvm_reflect"],
     },
     Target {
         triple: "amdgcn-amd-amdhsa",

@@ -48,6 +48,70 @@ define hidden void @__rustomp_region_barrier(i32 %count) #1 {
   ret void
 }
 
+; A barrier for any number of threads of the CTA (a region that is not whole warps): an mbarrier
+; object in team-shared memory (sm_80 and later). `barrier.sync id, count` needs whole warps (its
+; count is a multiple of the warp size and it waits for every non-exited lane of the caller's
+; warp). mbarrier.arrive releases and mbarrier.test_wait acquires, at CTA scope; racecheck and
+; synccheck know it (cuda::barrier is made of it). Below sm_80 the runtime counts arrivals in
+; memory instead: __nvvm_reflect("__CUDA_ARCH") is folded when the program is compiled for its
+; --offload-arch, so the mbarrier code is dropped there before instruction selection.
+@__rustomp_cuda_arch = private unnamed_addr constant [12 x i8] c"__CUDA_ARCH\00"
+
+define hidden i1 @__rustomp_has_subset_barrier() #1 {
+  %arch = call i32 @__nvvm_reflect(ptr @__rustomp_cuda_arch)
+  %ok = icmp sge i32 %arch, 800
+  ret i1 %ok
+}
+
+; Each body tests the arch itself (not through the function above, which llc would not
+; inline), so a body left uninlined still compiles for sm_70: the mbarrier block is dead there.
+define hidden void @__rustomp_subset_barrier_init(ptr %barrier, i32 %count) #1 {
+  %arch = call i32 @__nvvm_reflect(ptr @__rustomp_cuda_arch)
+  %ok = icmp sge i32 %arch, 800
+  br i1 %ok, label %mbarrier, label %out
+
+mbarrier:
+  %b = addrspacecast ptr %barrier to ptr addrspace(3)
+  call void @llvm.nvvm.mbarrier.init.shared(ptr addrspace(3) %b, i32 %count)
+  br label %out
+
+out:
+  ret void
+}
+
+define hidden void @__rustomp_subset_barrier_inval(ptr %barrier) #1 {
+  %arch = call i32 @__nvvm_reflect(ptr @__rustomp_cuda_arch)
+  %ok = icmp sge i32 %arch, 800
+  br i1 %ok, label %mbarrier, label %out
+
+mbarrier:
+  %b = addrspacecast ptr %barrier to ptr addrspace(3)
+  call void @llvm.nvvm.mbarrier.inval.shared(ptr addrspace(3) %b)
+  br label %out
+
+out:
+  ret void
+}
+
+define hidden void @__rustomp_subset_barrier_wait(ptr %barrier) #1 {
+entry:
+  %arch = call i32 @__nvvm_reflect(ptr @__rustomp_cuda_arch)
+  %ok = icmp sge i32 %arch, 800
+  br i1 %ok, label %arrive, label %out
+
+arrive:
+  %b = addrspacecast ptr %barrier to ptr addrspace(3)
+  %token = call i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3) %b)
+  br label %wait
+
+wait:
+  %done = call i1 @llvm.nvvm.mbarrier.test.wait.shared(ptr addrspace(3) %b, i64 %token)
+  br i1 %done, label %out, label %wait
+
+out:
+  ret void
+}
+
 define hidden void @__rustomp_team_fence() #1 {
   fence syncscope("block") seq_cst
   ret void
@@ -65,6 +129,11 @@ define hidden void @__rustomp_team_fence_acquire() #1 {
   ret void
 }
 
+declare i32 @__nvvm_reflect(ptr)
+declare void @llvm.nvvm.mbarrier.init.shared(ptr addrspace(3), i32) #2
+declare void @llvm.nvvm.mbarrier.inval.shared(ptr addrspace(3)) #2
+declare i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3)) #2
+declare i1 @llvm.nvvm.mbarrier.test.wait.shared(ptr addrspace(3), i64) #2
 declare void @llvm.nvvm.barrier.cta.sync.all(i32) #2
 declare void @llvm.nvvm.barrier.cta.sync.count(i32, i32) #2
 

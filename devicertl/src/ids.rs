@@ -23,28 +23,27 @@ pub extern "C" fn omp_get_active_level() -> i32 {
 pub extern "C" fn omp_in_parallel() -> i32 {
     state::thread_view().active_level as i32
 }
+/// The thread number of this thread's ancestor at `level`. Level 1 is the team-wide region
+/// (numbered by hardware id) or a serialized one (thread 0); deeper levels are serialized.
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_ancestor_thread_num(level: i32) -> i32 {
     let view = state::thread_view();
     match level {
         0 => 0,
         l if l == view.level as i32 => view.thread_num as i32,
-        l if l > 0 && l < view.level as i32 => {
-            if l == 1 {
-                arch::thread_id_in_block() as i32
-            } else {
-                0
-            }
-        }
+        1 if view.level > 1 && view.in_team_region => arch::thread_id_in_block() as i32,
+        l if l > 0 && l < view.level as i32 => 0,
         _ => -1,
     }
 }
+/// The size of the team of this thread's ancestor at `level` (see `omp_get_ancestor_thread_num`).
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_team_size(level: i32) -> i32 {
     let view = state::thread_view();
     match level {
         0 => 1,
         l if l == view.level as i32 => view.num_threads as i32,
+        1 if view.level > 1 => view.team_size as i32,
         l if l > 0 && l < view.level as i32 => 1,
         _ => -1,
     }

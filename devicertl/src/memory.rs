@@ -34,12 +34,38 @@ fn stack_range() -> (usize, usize) {
     (base, base + SHARED_STACK_BYTES)
 }
 
-/// Team-visible scratch memory. The generic-mode main thread (which globalizes the variables
-/// its parallel regions share) uses the team-shared stack; others, and overflow, the heap.
+/// Team-visible scratch memory, for the variables the compiler globalizes (a local of the
+/// team's code that its parallel regions share).
+///
+/// - Generic mode: the main thread, which alone runs the team's code, takes them from the
+///   team-shared stack.
+/// - SPMD mode, the team's code (outside any parallel region): every thread runs it, making the
+///   same calls in the same order, and each gets the *same* address (each thread keeps its own
+///   top of the team-shared stack, all starting at its base): one variable per team, as the
+///   program means. clang-22 relies on it for `lastprivate` on `teams distribute parallel for`:
+///   the team's copy comes from here, the thread that ran the last iteration writes it inside
+///   the parallel region, and every thread of the last team copies it out after (program 62 on
+///   an H200: with a copy per thread, as LLVM's runtime gives, 0 instead of the last value).
+/// - Anything else (a thread inside a parallel region: its own variable), and overflow: the
+///   heap.
 pub fn alloc_shared(bytes: usize) -> *mut u8 {
     let rounded = bytes.div_ceil(SHARED_ALIGN) * SHARED_ALIGN;
     let team = state::team();
-    if !state::is_spmd() && arch::thread_id_in_block() == state::main_thread_id() {
+    let tid = arch::thread_id_in_block();
+    let top = if state::is_spmd() {
+        (state::thread_flags(tid) & state::LEVEL_MASK == 0)
+            .then(|| team.spmd_stack_top.get(tid as usize))
+            .flatten()
+            .map(|top| (top, top.load(Ordering::Relaxed) as usize))
+    } else {
+        None
+    };
+    if let Some((slot, top)) = top {
+        if top + rounded <= SHARED_STACK_BYTES {
+            slot.store((top + rounded) as u16, Ordering::Relaxed);
+            return (stack_range().0 + top) as *mut u8;
+        }
+    } else if !state::is_spmd() && tid == state::main_thread_id() {
         let top = team.stack_top.load(Ordering::Relaxed) as usize;
         if top + rounded <= SHARED_STACK_BYTES {
             team.stack_top
@@ -60,9 +86,14 @@ pub(crate) fn free_shared(ptr: *mut u8, bytes: usize) {
     if (low..high).contains(&addr) {
         // Stack discipline: the compiler frees in reverse order of allocation.
         let rounded = bytes.div_ceil(SHARED_ALIGN) * SHARED_ALIGN;
-        state::team()
-            .stack_top
-            .store((addr - low) as u32, Ordering::Relaxed);
+        let team = state::team();
+        if state::is_spmd() {
+            if let Some(top) = team.spmd_stack_top.get(arch::thread_id_in_block() as usize) {
+                top.store((addr - low) as u16, Ordering::Relaxed);
+            }
+        } else {
+            team.stack_top.store((addr - low) as u32, Ordering::Relaxed);
+        }
         debug_assert!(addr - low + rounded <= SHARED_STACK_BYTES);
     } else {
         // SAFETY: outside the team stack, `alloc_shared` took it from the heap.

@@ -5,7 +5,7 @@
 //! inside another one runs serialized on the calling thread, as LLVM's runtime does.
 
 use crate::state::{self, IN_TEAM_REGION, LEVEL_MASK, SHARED_ARG_SLOTS};
-use crate::{arch, memory};
+use crate::{arch, memory, sync};
 use core::ffi::c_void;
 use core::sync::atomic::Ordering;
 
@@ -163,6 +163,7 @@ pub unsafe extern "C" fn __kmpc_parallel_60(
         let size = requested_threads(if_expr, num_threads, arch::num_threads_in_block());
         if tid == 0 {
             team.parallel_team_size.store(size, Ordering::Relaxed);
+            sync::open_region(size);
         }
         arch::team_barrier();
         if tid < size {
@@ -173,16 +174,18 @@ pub unsafe extern "C" fn __kmpc_parallel_60(
             state::set_thread_flags(tid, 0);
         }
         arch::team_barrier();
+        if tid == 0 {
+            sync::close_region(size);
+        }
         return;
     }
 
-    // Generic mode: only the main thread gets here. Regions use whole warps (or one thread), as
-    // in LLVM's runtime, so warp-level reductions never meet a half-idle warp.
-    let warp = arch::warp_size();
-    let size = match requested_threads(if_expr, num_threads, state::max_workers()) {
-        n if n < warp => 1,
-        n => n - n % warp,
-    };
+    // Generic mode: only the main thread gets here. The region gets the threads it asks for
+    // (dyn-var is false, so OpenMP's algorithm gives `num_threads` when that many are free):
+    // not rounded to whole warps as LLVM's runtime does. Its barriers meet at the hardware
+    // barrier for any count, its reductions handle a partial warp (`reduction`), and the
+    // worker lanes outside it wait at the team barrier, which is not the aligned form.
+    let size = requested_threads(if_expr, num_threads, state::max_workers());
     if size <= 1 || wrapper_fn.is_null() {
         // SAFETY: forwarded from the caller.
         unsafe { run_serialized(fn_ptr, args, nargs) };
@@ -191,9 +194,11 @@ pub unsafe extern "C" fn __kmpc_parallel_60(
     let (shared_args, heap_args) = share_args(args, nargs);
     team.shared_args.store(shared_args, Ordering::Relaxed);
     team.parallel_team_size.store(size, Ordering::Relaxed);
+    sync::open_region(size);
     team.work_fn.store(wrapper_fn as usize, Ordering::Release);
     arch::team_barrier(); // workers start
     arch::team_barrier(); // workers done
+    sync::close_region(size);
     team.parallel_team_size.store(1, Ordering::Relaxed);
     if heap_args {
         // SAFETY: `share_args` took it from the heap; the region is over.

@@ -8,7 +8,7 @@
 use crate::arch;
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use rustomp_abi::KernelLaunchEnvironment;
 
 /// Arguments of a generic-mode parallel region copied to team-shared memory (workers cannot
@@ -174,6 +174,9 @@ pub struct TeamState {
     /// Software barrier for a subset of the team: arrivals and generation.
     pub barrier_arrived: AtomicU32,
     pub barrier_generation: AtomicU32,
+    /// The hardware barrier of a region that is not whole warps (nvptx: an mbarrier object),
+    /// set up by the region's opener; never touched as an integer.
+    pub subset_barrier: AtomicU64,
     /// Dynamic loop schedule shared by the threads of a team-wide region.
     pub dispatch: crate::workshare::DispatchState,
     /// One `ThreadSlot` per thread of the block, allocated when a thread first needs one.
@@ -182,6 +185,8 @@ pub struct TeamState {
     pub scratch: [AtomicU64; 32],
     pub shared_args_slots: [AtomicPtr<c_void>; SHARED_ARG_SLOTS],
     pub thread_flags: [AtomicU8; MAX_TEAM_THREADS],
+    /// SPMD kernels: each thread's top of the team-shared stack (see `memory::alloc_shared`).
+    pub spmd_stack_top: [AtomicU16; MAX_TEAM_THREADS],
     /// The team-shared stack behind `__kmpc_alloc_shared`: the program writes its variables
     /// there through the pointers it gets, while every thread holds a `&TeamState`, so the
     /// bytes are an `UnsafeCell` (same layout as the array); `stack_top` and the compiler's
@@ -226,10 +231,13 @@ pub fn init_team(exec_mode: u8, launch_env: *mut KernelLaunchEnvironment) {
     }
 }
 
-/// Each thread clears its own slot before the first barrier of the kernel.
+/// Each thread clears its own slots before the first barrier of the kernel.
 pub fn init_thread(tid: u32) {
     if let Some(slot) = team().thread_flags.get(tid as usize) {
         slot.store(0, Ordering::Relaxed);
+    }
+    if let Some(top) = team().spmd_stack_top.get(tid as usize) {
+        top.store(0, Ordering::Relaxed);
     }
 }
 
@@ -282,6 +290,11 @@ pub struct ThreadView {
     pub thread_num: u32,
     pub num_threads: u32,
     pub active_level: u32,
+    /// The thread's level-1 region is the team-wide one (else it was serialized, or there is
+    /// none): its thread number there is the hardware id, its size `team_size`.
+    pub in_team_region: bool,
+    /// Threads of the team-wide region the thread is in (1 outside it).
+    pub team_size: u32,
 }
 
 pub fn thread_view() -> ThreadView {
@@ -296,5 +309,7 @@ pub fn thread_view() -> ThreadView {
         thread_num: if outermost { tid } else { 0 },
         num_threads: if outermost { team_size } else { 1 },
         active_level: (in_team_region && team_size > 1) as u32,
+        in_team_region,
+        team_size: if in_team_region { team_size } else { 1 },
     }
 }

@@ -5,26 +5,72 @@ use core::ffi::c_void;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 /// Waits until the `count` threads of the current region arrived, and orders their memory
-/// accesses at team scope. The whole team: the hardware barrier; whole warps (generic-mode
-/// regions are whole warps): a named barrier where the target has them; any other subset: a
-/// counting barrier in team-shared memory.
+/// accesses at team scope. The whole team: the hardware barrier; whole warps: a named barrier
+/// where the target has them; any other number: the hardware barrier for any count where the
+/// target has one (nvptx sm_80+: an mbarrier, which the region's opener set up, see
+/// `open_region`), else a counting barrier in team-shared memory.
 pub fn region_barrier(count: u32) {
-    if count <= 1 {
-        arch::team_fence();
-        return;
+    match region_barrier_kind(count) {
+        RegionBarrier::Fence => arch::team_fence(),
+        RegionBarrier::Team => arch::team_barrier(),
+        RegionBarrier::Named => arch::region_barrier(count),
+        // SAFETY: the region's opener set the team's barrier up for its `count` threads
+        // (`open_region`), which all meet here.
+        RegionBarrier::Subset => unsafe { arch::subset_barrier_wait(subset_barrier(), count) },
+        RegionBarrier::Counting => counting_barrier(count),
     }
-    if count >= arch::num_threads_in_block() {
-        arch::team_barrier();
-        return;
-    }
-    if arch::HAS_REGION_BARRIER && count.is_multiple_of(arch::warp_size()) {
-        arch::region_barrier(count);
-        return;
-    }
-    counting_barrier(count);
 }
 
-/// A barrier of the region's threads `0..count` that counts arrivals, one arrival per warp.
+/// How the threads of a region of `count` meet.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RegionBarrier {
+    /// One thread: nothing to wait for.
+    Fence,
+    Team,
+    Named,
+    Subset,
+    Counting,
+}
+
+pub fn region_barrier_kind(count: u32) -> RegionBarrier {
+    if count <= 1 {
+        RegionBarrier::Fence
+    } else if count >= arch::num_threads_in_block() {
+        RegionBarrier::Team
+    } else if arch::HAS_REGION_BARRIER && count.is_multiple_of(arch::warp_size()) {
+        RegionBarrier::Named
+    } else if arch::has_subset_barrier() {
+        RegionBarrier::Subset
+    } else {
+        RegionBarrier::Counting
+    }
+}
+
+fn subset_barrier() -> *mut u64 {
+    state::team().subset_barrier.as_ptr()
+}
+
+/// The thread that opens a team-wide region of `count` threads sets up its barrier, before the
+/// team barrier that starts the region.
+pub(crate) fn open_region(count: u32) {
+    if region_barrier_kind(count) == RegionBarrier::Subset {
+        // SAFETY: the team's 8-byte aligned word in team memory, taken down by the previous
+        // region's `close_region` (or fresh); the region's start barrier follows.
+        unsafe { arch::subset_barrier_init(subset_barrier(), count) };
+    }
+}
+
+/// The same thread, after the team barrier that ends the region.
+pub(crate) fn close_region(count: u32) {
+    if region_barrier_kind(count) == RegionBarrier::Subset {
+        // SAFETY: set up by `open_region` for this region, whose end barrier has passed.
+        unsafe { arch::subset_barrier_inval(subset_barrier()) };
+    }
+}
+
+/// A barrier of the region's threads `0..count` that counts arrivals, one arrival per warp:
+/// for targets without a hardware barrier for any count (amdgcn, nvptx before sm_80). Public for
+/// the emulation tests, which otherwise meet at the emulated hardware barriers.
 ///
 /// - Ordering is explicit: clang-22's NVPTX backend lowers an acq_rel/release `atomicrmw` to a
 ///   relaxed `atom` with no fence, so the RMW is relaxed and paired with fences (release before
@@ -34,7 +80,7 @@ pub fn region_barrier(count: u32) {
 ///   one side of a branch to completion first, so a lane spinning on a store that a lane of the
 ///   same wave makes in the other branch hangs): the warp's region lanes meet, lane 0 arrives
 ///   for all of them and publishes the new generation if it was last, then every lane spins.
-fn counting_barrier(count: u32) {
+pub fn counting_barrier(count: u32) {
     let team = state::team();
     let tid = arch::thread_id_in_block();
     let warp_base = tid - tid % arch::warp_size();

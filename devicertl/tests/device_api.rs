@@ -424,3 +424,48 @@ fn icvs_are_per_data_environment() {
     let bad = bad.into_inner().unwrap();
     assert!(bad.is_empty(), "{bad:?}");
 }
+
+/// `omp_get_ancestor_thread_num` / `omp_get_team_size` inside a nested (serialized) region: level
+/// 1 is the team-wide region (hardware thread number, team size) or, when that region was itself
+/// serialized (`if(false)`, one thread), thread 0 of a team of 1. Program 128 on an H200: a nested
+/// region under a serialized one asked `omp_get_ancestor_thread_num(1) == 0` and got the main
+/// thread's hardware id.
+#[test]
+fn ancestors_of_a_nested_region() {
+    use devicertl::ids::*;
+    let seen = Mutex::new(Vec::new());
+    let record = |outer_active: bool| {
+        let inner = || {
+            seen.lock().unwrap().push((
+                outer_active,
+                thread_id_in_block(),
+                omp_get_level(),
+                omp_get_ancestor_thread_num(1),
+                omp_get_team_size(1),
+                omp_get_ancestor_thread_num(2),
+                omp_get_team_size(2),
+                omp_get_thread_num(),
+                omp_get_num_threads(),
+            ))
+        };
+        parallel(true, 0, &inner);
+    };
+    let serialized_outer = || record(false);
+    let team_outer = || record(true);
+    // 40 threads, warps of 8: the main thread is thread 32, the workers 0..32.
+    generic_kernel(1, 40, 8, no_launch_env(), false, || {
+        parallel(false, 0, &serialized_outer);
+        parallel(true, 0, &team_outer);
+    });
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen.len(), 1 + 32);
+    for (outer_active, tid, level, anc1, size1, anc2, size2, num, nthreads) in seen {
+        let (want_anc1, want_size1) = if outer_active { (tid as i32, 32) } else { (0, 1) };
+        assert_eq!(
+            (level, anc1, size1, anc2, size2, num, nthreads),
+            (2, want_anc1, want_size1, 0, 1, 0, 1),
+            "thread {tid}, outer region {}",
+            if outer_active { "team-wide" } else { "serialized" }
+        );
+    }
+}

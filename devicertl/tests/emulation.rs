@@ -23,11 +23,11 @@ fn no_launch_env() -> Shared<rustomp_abi::KernelLaunchEnvironment> {
 /// Several regions in a row from the main thread: each runs on the right threads, with the
 /// right ids, and the main thread sees the region finished when `parallel` returns. With a
 /// block that is not whole warps, the main thread's warp-mates and the threads past the last
-/// worker leave at once and must not hold up any barrier.
+/// worker leave at once and must not hold up any barrier. A region gets the threads it asks
+/// for, whole warps or not (up to the workers).
 fn check_generic_regions(compiler_state_machine: bool, threads: u32) {
     let (teams, warp) = (2, 8);
     let workers = threads - warp;
-    let whole_warps = |n: u32| if n < warp { 1 } else { n / warp * warp };
     let seen = Mutex::new(Vec::new());
     generic_kernel(
         teams,
@@ -52,10 +52,9 @@ fn check_generic_regions(compiler_state_machine: bool, threads: u32) {
                     });
                 });
                 let ran = ran.load(Relaxed);
-                // Regions use whole warps: a clause below one warp gives one thread.
                 let want = match clause {
-                    0 => whole_warps(workers),
-                    c => whole_warps((c as u32).min(workers)),
+                    0 => workers,
+                    c => (c as u32).min(workers),
                 };
                 assert_eq!(ran, want, "region {region} num_threads({clause})");
                 let ids = ids.into_inner().unwrap();
@@ -204,4 +203,83 @@ fn shared_stack_nests_and_falls_back_to_the_heap() {
     spmd_kernel(1, 32, 32, no_launch_env(), || {
         nested_allocations(&[16, 4096, 32]);
     });
+}
+
+/// `target teams distribute parallel for lastprivate(x)` as clang-22 compiles it for a GPU (an
+/// SPMD kernel; program 62, `for (i = 100; i > 0; i -= 7) x = i`, last value 2): every thread
+/// runs the team's code and gets the team's copy of `x` from `__kmpc_alloc_shared`, the thread
+/// that runs the last iteration of the inner loop stores into it, and after the region every
+/// thread of the team that had the last chunk copies it out. The copy must be the team's one
+/// variable: on an H200 the runtime gave each thread its own and the program read 0.
+#[test]
+fn spmd_team_variables_are_one_per_team() {
+    use devicertl::workshare::{__kmpc_distribute_static_init_4, __kmpc_for_static_init_4, sched};
+    const TRIP: i32 = 15; // i = 100, 93, ..., 2
+    let copied_out = Mutex::new(Vec::new());
+    for (teams, threads) in [(2u32, 40u32), (1, 8), (3, 16)] {
+        copied_out.lock().unwrap().clear();
+        spmd_kernel(teams, threads, 8, no_launch_env(), || {
+            // Four bytes, freed below in reverse order.
+            let team_copy = Shared(__kmpc_alloc_shared(4) as *mut i32);
+            let (mut last, mut lb, mut ub, mut stride) = (0, 0, TRIP - 1, 1);
+            // SAFETY: writable out-parameters, as clang passes them.
+            unsafe {
+                __kmpc_distribute_static_init_4(
+                    core::ptr::null(),
+                    0,
+                    sched::DISTRIBUTE_STATIC_CHUNKED,
+                    &mut last,
+                    &mut lb,
+                    &mut ub,
+                    &mut stride,
+                    1,
+                    threads as i32,
+                )
+            };
+            ub = ub.min(TRIP - 1);
+            while lb < TRIP {
+                let (chunk_lb, chunk_ub) = (lb, ub);
+                parallel(true, 0, &|| {
+                    let (mut ilast, mut ilb, mut iub, mut istride) = (0, chunk_lb, chunk_ub, 1);
+                    // SAFETY: as above.
+                    unsafe {
+                        __kmpc_for_static_init_4(
+                            core::ptr::null(),
+                            0,
+                            sched::STATIC_CHUNKED,
+                            &mut ilast,
+                            &mut ilb,
+                            &mut iub,
+                            &mut istride,
+                            1,
+                            1,
+                        )
+                    };
+                    let mut x = -1;
+                    let mut i = ilb;
+                    while i <= chunk_ub {
+                        x = 100 - 7 * i;
+                        i += istride;
+                    }
+                    if ilast != 0 {
+                        // SAFETY: the team's copy, live until the team code frees it.
+                        unsafe { *team_copy.get() = x };
+                    }
+                });
+                lb += stride;
+                ub = (ub + stride).min(TRIP - 1);
+            }
+            if last != 0 {
+                // SAFETY: as above; the region's end barrier ordered the store.
+                copied_out.lock().unwrap().push(unsafe { *team_copy.get() });
+            }
+            devicertl::memory::__kmpc_free_shared(team_copy.get() as *mut c_void, 4);
+        });
+        let copied_out = copied_out.lock().unwrap();
+        assert_eq!(copied_out.len(), threads as usize, "every thread of the last team copies out");
+        assert!(
+            copied_out.iter().all(|&x| x == 2),
+            "{teams} teams of {threads}: lastprivate copied out {copied_out:?}, expected 2 from every thread"
+        );
+    }
 }

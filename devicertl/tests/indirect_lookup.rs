@@ -88,33 +88,95 @@ fn duplicate_free_extremes() {
     assert_eq!(translate(&table, 5), 5);
 }
 
-/// The exported entry points read the table the plugin published; null stays null.
-/// One test owns the process-wide globals so no other test races with it.
+#[test]
+fn duplicate_keys_give_a_device_address() {
+    // Two registrations of one function (two images of a program, or two units): whichever
+    // entry the search lands on, the answer is a device address of that key, never the key.
+    let table = [
+        FptrMapEntry { host: 0x10, device: 0xd10 },
+        FptrMapEntry { host: 0x20, device: 0xd20 },
+        FptrMapEntry { host: 0x20, device: 0xd21 },
+        FptrMapEntry { host: 0x20, device: 0xd22 },
+        FptrMapEntry { host: 0x30, device: 0xd30 },
+    ];
+    for len in 1..=table.len() {
+        let t = &table[..len];
+        for e in t {
+            let got = translate(t, e.host);
+            assert!(t.iter().any(|d| d.host == e.host && d.device == got), "key {:#x} of {len}: {got:#x}", e.host);
+        }
+        for key in [0x0f, 0x11, 0x1f, 0x21, 0x2f, 0x31] {
+            assert_eq!(translate(t, key), key);
+        }
+    }
+    let same = [FptrMapEntry { host: 7, device: 70 }; 5];
+    for len in 1..=same.len() {
+        assert_eq!(translate(&same[..len], 7), 70);
+        assert_eq!(translate(&same[..len], 6), 6);
+        assert_eq!(translate(&same[..len], 8), 8);
+    }
+}
+
+/// The exported entry points read the table the host library published, whichever way it did:
+/// LLVM 22's libomptarget writes only `__omp_rtl_device_environment` (`DeviceEnvironmentTy`'s
+/// `IndirectCallTable` and `IndirectCallTableSize`, a device pointer and an entry count); the
+/// original design's host side writes `__omp_offloading_fptr_map_p` / `_size`; ours writes both.
+/// Every entry (first, last, all between) gives its device address, everything else itself,
+/// null stays null. One test owns the process-wide globals so no other test races with it.
 #[test]
 fn exported_entry_points_use_the_published_table() {
-    use devicertl::env::{DevicePtr, __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size};
+    use devicertl::env::{
+        DevicePtr, __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size, __omp_rtl_device_environment,
+    };
+    use rustomp_abi::DeviceEnvironment;
     let table = table(33);
+    let other = vec![FptrMapEntry { host: 0x10, device: 0xbad0 }; 3];
     let lookup = |ptr: u64| __llvm_omp_indirect_call_lookup(ptr as *mut _) as u64;
     let translate_fptr = |ptr: u64| __kmpc_target_translate_fptr(ptr as *mut _) as u64;
+    let check = |how: &str| {
+        for entry in &table {
+            assert_eq!(lookup(entry.host), entry.device, "{how}: key {:#x}", entry.host);
+            assert_eq!(translate_fptr(entry.host), entry.device, "{how}: key {:#x}", entry.host);
+        }
+        for key in absent_keys(&table) {
+            assert_eq!(lookup(key), key, "{how}: absent key {key:#x}");
+        }
+        assert_eq!(lookup(0), 0, "{how}: null");
+    };
+    let environment = |t: &[FptrMapEntry]| DeviceEnvironment {
+        num_devices: 1,
+        clock_frequency: 1_000_000_000,
+        indirect_call_table: t.as_ptr() as usize,
+        indirect_call_table_size: t.len() as u64,
+        ..Default::default()
+    };
+    let publish = |env: DeviceEnvironment, seed: &[FptrMapEntry]| {
+        // SAFETY: no emulated kernel runs in this test binary while the globals change.
+        unsafe {
+            __omp_rtl_device_environment.set(env);
+            __omp_offloading_fptr_map_p.set(if seed.is_empty() {
+                DevicePtr::null()
+            } else {
+                DevicePtr(seed.as_ptr() as *mut _)
+            });
+            __omp_offloading_fptr_map_size.set(seed.len() as u64);
+        }
+    };
 
     // Nothing published: every pointer unchanged.
+    publish(DeviceEnvironment::default(), &[]);
     assert_eq!(lookup(table[3].host), table[3].host);
-    // SAFETY: no emulated kernel runs in this test binary while the globals change.
-    unsafe {
-        __omp_offloading_fptr_map_p.set(DevicePtr(table.as_ptr() as *mut _));
-        __omp_offloading_fptr_map_size.set(table.len() as u64);
-    }
-    for entry in &table {
-        assert_eq!(lookup(entry.host), entry.device);
-        assert_eq!(translate_fptr(entry.host), entry.device);
-    }
-    for key in absent_keys(&table) {
-        assert_eq!(lookup(key), key);
-    }
-    assert_eq!(lookup(0), 0);
-    // SAFETY: as above.
-    unsafe {
-        __omp_offloading_fptr_map_p.set(DevicePtr::null());
-        __omp_offloading_fptr_map_size.set(0);
-    }
+    // LLVM 22's host library: the device environment only.
+    publish(environment(&table), &[]);
+    check("device environment (LLVM 22's libomptarget)");
+    // The original design: the two globals only.
+    publish(DeviceEnvironment::default(), &table);
+    check("__omp_offloading_fptr_map_p/_size");
+    // Ours: both, the same table.
+    publish(environment(&table), &table);
+    check("both");
+    // Both, different tables: the device environment wins (it is what LLVM's runtime reads).
+    publish(environment(&table), &other);
+    check("device environment before the globals");
+    publish(DeviceEnvironment::default(), &[]);
 }

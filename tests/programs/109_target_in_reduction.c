@@ -1,5 +1,12 @@
 // target in_reduction inside taskgroup task_reduction: each target task (also nowait ones)
 // contributes to the enclosing task reduction through its own device copy of the reduction item.
+// Each task adds its part with one atomic update. The OpenMP semantics would allow a plain
+// update (the item is private to the task), but clang-22 maps the *original* list item into
+// every target task (`tofrom(sum)`, the same host address in each; the `.task_red.` descriptor it
+// also passes is unused by the device code) and the kernel reads, adds and stores it plainly, so
+// two nowait target tasks whose kernels overlap on a GPU lose an update (an H200: sum=985051,
+// expected 1039501, exactly task k=11's 4950*11 missing; LLVM's own device runtime the same).
+// An atomic update is correct under both readings.
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +25,14 @@ int main(void) {
 #pragma omp target in_reduction(+: sum) in_reduction(*: prod) nowait map(tofrom: offdev) firstprivate(k)
         {
           offdev |= omp_is_initial_device();
-          for (int i = 0; i < 100; i++) sum += k * i;
-          if (k <= 4) prod *= 2.0;
+          long part = 0;
+          for (int i = 0; i < 100; i++) part += k * i;
+#pragma omp atomic
+          sum += part;
+          if (k <= 4) {
+#pragma omp atomic
+            prod *= 2.0;
+          }
         }
       }
 #pragma omp task in_reduction(+: sum)

@@ -147,6 +147,27 @@ pub const HAS_REGION_BARRIER: bool = false;
 pub fn region_barrier(_count: u32) {
     trap()
 }
+/// No hardware barrier for an arbitrary subset of the workgroup either: such a region counts
+/// arrivals (`sync::counting_barrier`).
+#[inline(always)]
+pub fn has_subset_barrier() -> bool {
+    false
+}
+/// # Safety
+/// Never called (`has_subset_barrier` is false); the signature of the other targets'.
+pub unsafe fn subset_barrier_init(_barrier: *mut u64, _count: u32) {
+    trap()
+}
+/// # Safety
+/// As `subset_barrier_init`.
+pub unsafe fn subset_barrier_wait(_barrier: *mut u64, _count: u32) {
+    trap()
+}
+/// # Safety
+/// As `subset_barrier_init`.
+pub unsafe fn subset_barrier_inval(_barrier: *mut u64) {
+    trap()
+}
 #[inline(always)]
 pub fn team_fence() {
     // SAFETY: see above.

@@ -16,6 +16,8 @@ struct Team {
     barrier: ExitAwareBarrier,
     /// Named barrier for part of the team (GPU: `barrier.sync 1, count`).
     region: CountingBarrier,
+    /// Barrier for any number of threads (GPU: an mbarrier object), set up by a region's opener.
+    subset: SubsetBarrier,
     shared: Box<[SharedWord]>,
     dynamic_shared: Box<[SharedWord]>,
     /// One slot per thread for warp shuffles, and one barrier per warp.
@@ -23,6 +25,77 @@ struct Team {
     warp_barriers: Box<[ExitAwareBarrier]>,
     /// Per warp: a meeting of the lanes a `sync_warp` mask names, when not all of them.
     warp_subsets: Box<[CountingBarrier]>,
+    /// Who last wrote and read each watched word of team memory (see `race`).
+    shadow: Mutex<race::Shadow>,
+    /// A thread of the team panicked: every wait gives up (else a failed assertion in one
+    /// emulated thread would leave the others waiting for it forever).
+    aborted: std::sync::atomic::AtomicBool,
+}
+
+/// Waits on `cv` until woken, giving up with a panic when a thread of the team panicked.
+fn wait_on<'a, T>(
+    cv: &Condvar,
+    guard: std::sync::MutexGuard<'a, T>,
+) -> std::sync::MutexGuard<'a, T> {
+    check_aborted();
+    cv.wait_timeout(guard, std::time::Duration::from_millis(20))
+        .unwrap_or_else(|e| e.into_inner())
+        .0
+}
+
+fn check_aborted() {
+    if team().aborted.load(std::sync::atomic::Ordering::Relaxed) {
+        panic!("emulated kernel abandoned: another thread of the team panicked");
+    }
+}
+
+/// Happens-before as the GPU's hardware orders it: each emulated thread has a vector clock
+/// (`CLOCK`), and only the meetings the hardware provides (team, named and subset barriers,
+/// warp syncs) join the clocks of the threads that meet. Atomics and fences do not: an
+/// algorithm that orders memory with them alone is invisible to the GPU's tools (racecheck),
+/// and `race` reports the accesses it was meant to order.
+#[derive(Default)]
+struct Meeting {
+    /// The join of the clocks of the threads arrived so far.
+    joined: Vec<u32>,
+    /// The join each of the last generations released with (generation, clock).
+    released: std::collections::VecDeque<(u64, Vec<u32>)>,
+}
+
+impl Meeting {
+    /// The calling thread arrives with its clock.
+    fn arrive(&mut self) {
+        CLOCK.with(|c| join(&mut self.joined, &c.borrow()));
+    }
+    /// Generation `generation` is complete: it releases the joined clock.
+    fn release(&mut self, generation: u64) {
+        let joined = core::mem::take(&mut self.joined);
+        self.released.push_back((generation, joined));
+        while self.released.len() > 8 {
+            self.released.pop_front();
+        }
+    }
+    /// The calling thread leaves generation `generation`: it has seen everything the others did
+    /// before they arrived, and starts a new interval of its own.
+    fn leave(&self, generation: u64) {
+        if let Some((_, joined)) = self.released.iter().find(|(g, _)| *g == generation) {
+            CLOCK.with(|c| {
+                let mut c = c.borrow_mut();
+                join(&mut c, joined);
+                let me = geometry().thread as usize;
+                c[me] += 1;
+            });
+        }
+    }
+}
+
+fn join(into: &mut Vec<u32>, other: &[u32]) {
+    if into.len() < other.len() {
+        into.resize(other.len(), 0);
+    }
+    for (a, b) in into.iter_mut().zip(other) {
+        *a = (*a).max(*b);
+    }
 }
 
 /// A barrier of a block or a warp as the GPU has it: a thread that has left the kernel no
@@ -36,6 +109,7 @@ struct BarrierState {
     live: u32,
     arrived: u32,
     generation: u64,
+    meeting: Meeting,
 }
 
 impl ExitAwareBarrier {
@@ -45,19 +119,28 @@ impl ExitAwareBarrier {
                 live: threads,
                 arrived: 0,
                 generation: 0,
+                meeting: Meeting::default(),
             }),
             released: Condvar::new(),
         }
     }
 
-    fn wait(&self) {
+    /// Waits for the others; `orders` says whether the hardware orders memory here (a barrier
+    /// or a warp sync does; the emulation's own lock step for shuffles does not).
+    fn wait(&self, orders: bool) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let generation = s.generation;
         s.arrived += 1;
+        if orders {
+            s.meeting.arrive();
+        }
         if !Self::release_if_complete(&mut s, &self.released) {
-            let generation = s.generation;
             while s.generation == generation {
-                s = self.released.wait(s).unwrap_or_else(|e| e.into_inner());
+                s = wait_on(&self.released, s);
             }
+        }
+        if orders {
+            s.meeting.leave(generation);
         }
     }
 
@@ -73,6 +156,8 @@ impl ExitAwareBarrier {
             return false;
         }
         s.arrived = 0;
+        let generation = s.generation;
+        s.meeting.release(generation);
         s.generation += 1;
         released.notify_all();
         true
@@ -82,31 +167,76 @@ impl ExitAwareBarrier {
 /// A barrier for however many threads the caller says take part (all callers pass the same
 /// count), like a named barrier with a thread count.
 struct CountingBarrier {
-    state: Mutex<(u32, u64)>,
+    state: Mutex<CountingState>,
     released: Condvar,
+}
+
+#[derive(Default)]
+struct CountingState {
+    arrived: u32,
+    generation: u64,
+    meeting: Meeting,
 }
 
 impl CountingBarrier {
     fn new() -> Self {
         CountingBarrier {
-            state: Mutex::new((0, 0)),
+            state: Mutex::new(CountingState::default()),
             released: Condvar::new(),
         }
     }
 
-    fn wait(&self, count: u32) {
+    fn wait(&self, count: u32, orders: bool) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.0 += 1;
-        if s.0 >= count {
-            s.0 = 0;
-            s.1 += 1;
+        let generation = s.generation;
+        s.arrived += 1;
+        if orders {
+            s.meeting.arrive();
+        }
+        if s.arrived >= count {
+            s.arrived = 0;
+            s.meeting.release(generation);
+            s.generation += 1;
             self.released.notify_all();
-            return;
+        } else {
+            while s.generation == generation {
+                s = wait_on(&self.released, s);
+            }
         }
-        let generation = s.1;
-        while s.1 == generation {
-            s = self.released.wait(s).unwrap_or_else(|e| e.into_inner());
+        if orders {
+            s.meeting.leave(generation);
         }
+    }
+}
+
+/// The GPU's barrier for any number of threads (an mbarrier): one thread sets it up with the
+/// number of arrivals per phase before anyone uses it and takes it down after the last use.
+/// Misuse the hardware leaves undefined is a test failure here.
+struct SubsetBarrier {
+    count: Mutex<Option<u32>>,
+    barrier: CountingBarrier,
+}
+
+impl SubsetBarrier {
+    fn init(&self, count: u32) {
+        let mut c = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        assert!(c.is_none(), "subset barrier set up twice without being taken down");
+        assert!(count > 0, "subset barrier of 0 threads");
+        *c = Some(count);
+    }
+    fn wait(&self, count: u32) {
+        let set = *self.count.lock().unwrap_or_else(|e| e.into_inner());
+        assert_eq!(
+            set,
+            Some(count),
+            "subset barrier used for {count} threads, set up for {set:?}"
+        );
+        self.barrier.wait(count, true);
+    }
+    fn inval(&self) {
+        let mut c = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        assert!(c.is_some(), "subset barrier taken down while not set up");
+        *c = None;
     }
 }
 
@@ -130,6 +260,8 @@ struct Geometry {
 std::thread_local! {
     static GEOMETRY: Cell<Option<Geometry>> = const { Cell::new(None) };
     static TEAM: Cell<*const Team> = const { Cell::new(core::ptr::null()) };
+    /// The thread's vector clock over the threads of its team (see `Meeting`).
+    static CLOCK: core::cell::RefCell<Vec<u32>> = const { core::cell::RefCell::new(Vec::new()) };
 }
 
 fn geometry() -> Geometry {
@@ -168,6 +300,10 @@ pub fn launch_with_dynamic_shared(
             Arc::new(Team {
                 barrier: ExitAwareBarrier::new(threads),
                 region: CountingBarrier::new(),
+                subset: SubsetBarrier {
+                    count: Mutex::new(None),
+                    barrier: CountingBarrier::new(),
+                },
                 shared: (0..TEAM_SHARED_BYTES / 16)
                     .map(|_| SharedWord(Default::default()))
                     .collect(),
@@ -181,6 +317,8 @@ pub fn launch_with_dynamic_shared(
                 warp_subsets: (0..threads.div_ceil(warp))
                     .map(|_| CountingBarrier::new())
                     .collect(),
+                shadow: Mutex::new(race::Shadow::default()),
+                aborted: Default::default(),
             })
         })
         .collect();
@@ -202,7 +340,18 @@ pub fn launch_with_dynamic_shared(
                             }))
                         });
                         TEAM.with(|t| t.set(Arc::as_ptr(&team)));
-                        body();
+                        CLOCK.with(|c| {
+                            let mut c = c.borrow_mut();
+                            *c = std::vec![0; threads as usize];
+                            c[thread as usize] = 1;
+                        });
+                        let outcome =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(&body));
+                        if let Err(panic) = outcome {
+                            team.aborted
+                                .store(true, std::sync::atomic::Ordering::Relaxed);
+                            std::panic::resume_unwind(panic);
+                        }
                         private::release_thread();
                         team.barrier.leave();
                         team.warp_barriers[(thread / warp) as usize].leave();
@@ -213,6 +362,20 @@ pub fn launch_with_dynamic_shared(
             }
         }
     });
+    let races: Vec<std::string::String> = team_state
+        .iter()
+        .flat_map(|t| {
+            core::mem::take(&mut t.shadow.lock().unwrap_or_else(|e| e.into_inner()).races)
+        })
+        .collect();
+    if !races.is_empty() {
+        panic!(
+            "{} race(s) on watched team memory (a write and an access by another thread with no \
+             hardware barrier between them); the first: {}",
+            races.len(),
+            races[..races.len().min(4)].join("; ")
+        );
+    }
 }
 
 pub fn thread_id_in_block() -> u32 {
@@ -272,12 +435,12 @@ pub fn ballot(mask: u64, pred: bool) -> u64 {
     let team = team();
     let warp_base = g.thread - g.thread % g.warp;
     team.lanes[g.thread as usize].store(pred as u32, SeqCst);
-    sync_warp(!0);
+    lock_step(mask);
     let lanes = (g.threads - warp_base).min(g.warp);
     let bits = (0..lanes)
         .filter(|l| team.lanes[(warp_base + l) as usize].load(SeqCst) != 0)
         .fold(0u64, |acc, l| acc | 1 << l);
-    sync_warp(!0);
+    lock_step(mask);
     bits & mask
 }
 /// Emulated warps always run all their lanes (a partial last warp: the lanes that exist).
@@ -292,41 +455,87 @@ pub fn active_mask() -> u64 {
 }
 /// Emulated warps are not lock-step, so a warp sync is a real meeting of the lanes in `mask`
 /// (every lane of the warp when the mask covers them all).
+/// `bar.warp.sync` also orders memory among the lanes it names.
 pub fn sync_warp(mask: u64) {
     let g = geometry();
     let warp = (g.thread / g.warp) as usize;
     let all = active_mask();
     if mask & all == all {
-        team().warp_barriers[warp].wait();
+        team().warp_barriers[warp].wait(true);
     } else {
-        team().warp_subsets[warp].wait((mask & all).count_ones());
+        team().warp_subsets[warp].wait((mask & all).count_ones(), true);
     }
 }
-/// Every lane of the warp must call this together, as on the GPU.
-pub fn shuffle_down_u32(_mask: u64, value: u32, delta: u32, width: u32) -> u32 {
+/// The lanes of `mask` in step for a shuffle or a ballot, which exchange registers and order no
+/// memory on the GPU (the lanes outside the mask may be elsewhere, as on the GPU).
+fn lock_step(mask: u64) {
+    let g = geometry();
+    let warp = (g.thread / g.warp) as usize;
+    let all = active_mask();
+    if mask & all == all {
+        team().warp_barriers[warp].wait(false);
+    } else {
+        team().warp_subsets[warp].wait((mask & all).count_ones(), false);
+    }
+}
+/// Every lane of `mask` calls this together, as on the GPU; a source lane outside the mask
+/// gives an undefined value on the GPU, here the caller's own.
+pub fn shuffle_down_u32(mask: u64, value: u32, delta: u32, width: u32) -> u32 {
     use std::sync::atomic::Ordering::SeqCst;
     let g = geometry();
     let team = team();
     let warp_base = g.thread - g.thread % g.warp;
     let lane = g.thread % g.warp;
     team.lanes[g.thread as usize].store(value, SeqCst);
-    sync_warp(!0);
+    lock_step(mask);
     let segment_end = (lane & !(width - 1)) + width;
-    let result = if lane + delta < segment_end && warp_base + lane + delta < g.threads {
+    let source_in_mask = lane + delta < 64 && mask & (1u64 << (lane + delta)) != 0;
+    let result = if lane + delta < segment_end
+        && warp_base + lane + delta < g.threads
+        && source_in_mask
+    {
         team.lanes[(warp_base + lane + delta) as usize].load(SeqCst)
     } else {
         value
     };
-    sync_warp(!0);
+    lock_step(mask);
     result
 }
 pub fn team_barrier() {
-    team().barrier.wait();
+    team().barrier.wait(true);
 }
 /// Named barriers are emulated, so both ways of meeting on part of a team get tested.
 pub const HAS_REGION_BARRIER: bool = true;
+/// As on the GPU, the count is whole warps.
 pub fn region_barrier(count: u32) {
-    team().region.wait(count);
+    assert!(
+        count.is_multiple_of(warp_size()),
+        "named barrier for {count} threads: not whole warps of {}",
+        warp_size()
+    );
+    team().region.wait(count, true);
+}
+/// The emulation has the GPU's barrier for any number of threads (an mbarrier on sm_80+).
+pub fn has_subset_barrier() -> bool {
+    true
+}
+/// The region's opener sets it up (the GPU's object lives at `_barrier` in team memory; the
+/// emulation checks the protocol instead: set up once, used with its count, taken down).
+///
+/// # Safety
+/// As on the GPU (`arch::nvptx`); the emulation itself touches no memory at `_barrier`.
+pub unsafe fn subset_barrier_init(_barrier: *mut u64, count: u32) {
+    team().subset.init(count);
+}
+/// # Safety
+/// As `subset_barrier_init`.
+pub unsafe fn subset_barrier_wait(_barrier: *mut u64, count: u32) {
+    team().subset.wait(count);
+}
+/// # Safety
+/// As `subset_barrier_init`.
+pub unsafe fn subset_barrier_inval(_barrier: *mut u64) {
+    team().subset.inval();
 }
 pub fn team_fence() {
     fence(core::sync::atomic::Ordering::SeqCst);
@@ -382,7 +591,95 @@ unsafe extern "C" {
 }
 /// One step of a spin-wait: emulated threads outnumber the cores, so let the others run.
 pub fn pause() {
+    check_aborted();
     std::thread::yield_now();
+}
+
+/// Watched team memory: accesses that the code under test declares (the compiler's transfer
+/// array, variables a region shares), checked for the race compute-sanitizer's racecheck
+/// reports on a GPU: a word written by one thread and read or written by another with no
+/// hardware meeting (barrier, warp sync; see `Meeting`) between them. Races are collected and
+/// reported when the launch ends (a panic in one emulated thread would leave the others
+/// waiting at a barrier).
+pub mod race {
+    use super::{geometry, team, CLOCK};
+    use std::collections::HashMap;
+    use std::string::String;
+    use std::vec::Vec;
+
+    /// One access: the thread and its own clock component at the time.
+    #[derive(Clone, Copy)]
+    struct Access {
+        thread: u32,
+        clock: u32,
+        what: &'static str,
+    }
+
+    #[derive(Default)]
+    struct Word {
+        write: Option<Access>,
+        reads: Vec<Access>,
+    }
+
+    #[derive(Default)]
+    pub(super) struct Shadow {
+        words: HashMap<usize, Word>,
+        pub(super) races: Vec<String>,
+    }
+
+    /// Whether `earlier` is ordered before the calling thread's present (its clock has seen
+    /// `earlier`'s interval).
+    fn ordered(clock: &[u32], earlier: &Access) -> bool {
+        clock.get(earlier.thread as usize).copied().unwrap_or(0) >= earlier.clock
+    }
+
+    fn access(addr: *const u8, bytes: usize, what: &'static str, write: bool) {
+        let me = geometry().thread;
+        CLOCK.with(|clock| {
+            let clock = clock.borrow();
+            let now = Access { thread: me, clock: clock[me as usize], what };
+            let mut shadow = team().shadow.lock().unwrap_or_else(|e| e.into_inner());
+            let Shadow { words, races } = &mut *shadow;
+            let first = addr as usize / 4;
+            let last = (addr as usize + bytes.max(1) - 1) / 4;
+            for word in first..=last {
+                let w = words.entry(word).or_default();
+                let mut conflict = |other: &Access, kind: &str| {
+                    if other.thread != me && !ordered(&clock, other) {
+                        races.push(std::format!(
+                            "thread {me} {} {:#x} ({what}) after thread {} {kind} it ({}) in the same barrier interval",
+                            if write { "wrote" } else { "read" },
+                            word * 4,
+                            other.thread,
+                            other.what
+                        ));
+                    }
+                };
+                if let Some(prev) = w.write {
+                    conflict(&prev, "wrote");
+                }
+                if write {
+                    for r in &w.reads {
+                        conflict(r, "read");
+                    }
+                    w.write = Some(now);
+                    w.reads.clear();
+                } else {
+                    w.reads.retain(|r| r.thread != me);
+                    w.reads.push(now);
+                }
+            }
+        });
+    }
+
+    /// The calling emulated thread reads `bytes` at `addr`, watched.
+    pub fn read(addr: *const u8, bytes: usize, what: &'static str) {
+        access(addr, bytes, what, false);
+    }
+    /// The calling emulated thread writes `bytes` at `addr`, watched.
+    pub fn write(addr: *const u8, bytes: usize, what: &'static str) {
+        access(addr, bytes, what, true);
+    }
 }
 
 /// Per-thread private memory, as a GPU thread's `.local` / scratch memory: a pointer into it

@@ -44,6 +44,10 @@ unsafe extern "C" {
     fn __rustomp_dynamic_shared_ptr() -> *mut u8;
     fn __rustomp_team_barrier();
     fn __rustomp_region_barrier(count: u32);
+    fn __rustomp_has_subset_barrier() -> bool;
+    fn __rustomp_subset_barrier_init(barrier: *mut u64, count: u32);
+    fn __rustomp_subset_barrier_wait(barrier: *mut u64);
+    fn __rustomp_subset_barrier_inval(barrier: *mut u64);
     fn __rustomp_team_fence();
     fn __rustomp_team_fence_release();
     fn __rustomp_team_fence_acquire();
@@ -168,6 +172,47 @@ pub const HAS_REGION_BARRIER: bool = true;
 pub fn region_barrier(count: u32) {
     // SAFETY: see above; exactly `count` threads of the CTA reach this barrier id together.
     unsafe { __rustomp_region_barrier(count) }
+}
+/// Whether the target has `mbarrier` (sm_80 and later; decided when the program is compiled for
+/// its `--offload-arch`, through `__nvvm_reflect("__CUDA_ARCH")`): a hardware barrier for any
+/// number of threads, which a region that is not whole warps uses. `barrier.sync id, count`
+/// cannot serve such a region: its count must be a multiple of the warp size, and a thread
+/// executing it waits for every non-exited thread of its warp, whose other lanes are not in the
+/// region (PTX ISA, `barrier`). A barrier counted in memory works, but tools (compute-sanitizer
+/// racecheck) do not see it and report every access it orders as a race.
+#[inline(always)]
+pub fn has_subset_barrier() -> bool {
+    // SAFETY: see above.
+    unsafe { __rustomp_has_subset_barrier() }
+}
+/// One thread sets up the subset barrier at `barrier` for `count` arrivals per phase.
+///
+/// # Safety
+/// `barrier` is 8 bytes of team-shared memory, 8-byte aligned, not a barrier in use (fresh or
+/// taken down by `subset_barrier_inval`); a team barrier separates this from its first use.
+#[inline(always)]
+pub unsafe fn subset_barrier_init(barrier: *mut u64, count: u32) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { __rustomp_subset_barrier_init(barrier, count) }
+}
+/// One of the `count` threads (the count given to `subset_barrier_init`) arrives and waits for
+/// the others; memory is ordered among them (arrive releases, the wait acquires, CTA scope).
+///
+/// # Safety
+/// `barrier` was set up by `subset_barrier_init` for `count` threads, which all call this.
+#[inline(always)]
+pub unsafe fn subset_barrier_wait(barrier: *mut u64, _count: u32) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { __rustomp_subset_barrier_wait(barrier) }
+}
+/// The region is over: the barrier's memory may be set up again.
+///
+/// # Safety
+/// `barrier` was set up by `subset_barrier_init`; a team barrier separates its last use.
+#[inline(always)]
+pub unsafe fn subset_barrier_inval(barrier: *mut u64) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { __rustomp_subset_barrier_inval(barrier) }
 }
 #[inline(always)]
 pub fn team_fence() {

@@ -320,7 +320,8 @@ pub const HOST_CALL_DATA_BYTES: usize = 4096;
 /// kernel runs; the device runtime finds it through `__rustomp_host_call_port`.
 #[repr(C)]
 pub struct HostCallPort {
-    /// One of [`host_call_state`], changed atomically by both sides.
+    /// One of [`host_call_state`]. The device only stores it (release) and loads it (acquire):
+    /// no read-modify-write of host memory crosses the bus; the host may compare-exchange it.
     pub state: u32,
     pub reserved: u32,
     /// Host address of `u64 function(void *data)`.
@@ -337,11 +338,12 @@ const_assert_eq!(offset_of!(HostCallPort, result), 24);
 const_assert_eq!(offset_of!(HostCallPort, data), 32);
 const_assert_eq!(size_of::<HostCallPort>(), 32 + HOST_CALL_DATA_BYTES);
 
-/// [`HostCallPort::state`] values: the device claims a free port, fills it and posts a
-/// request; the host takes it (serving), calls, and posts the result (done); the device reads
-/// it and frees the port.
+/// [`HostCallPort::state`] values: a device thread that holds the device runtime's lock (in
+/// device memory) fills the free port and posts a request; the host takes it (serving), calls,
+/// and posts the result (done); the device reads it and frees the port.
 pub mod host_call_state {
     pub const FREE: u32 = 0;
+    /// Not written by the current device runtime (it claims the port through its own lock).
     pub const CLAIMED: u32 = 1;
     pub const REQUEST: u32 = 2;
     pub const SERVING: u32 = 3;
@@ -350,6 +352,12 @@ pub mod host_call_state {
 
 /// `DeviceEnvironmentTy`: the device-global `__omp_rtl_device_environment`, written by the
 /// plugin when it loads an image.
+///
+/// Byte for byte LLVM 22's (`offload/include/Shared/Environment.h`: `uint32_t DeviceDebugKind,
+/// NumDevices, DeviceNum, DynamicMemSize; uint64_t ClockFrequency; uintptr_t IndirectCallTable;
+/// uint64_t IndirectCallTableSize, HardwareParallelism`), which LLVM 22's libomptarget writes in
+/// `DeviceTy::loadBinary` (48 bytes, looked up by name with that size): the indirect-call table
+/// is a device pointer to `{host, device}` pairs sorted by host address and its entry count.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, IntoBytes, FromBytes, Immutable, KnownLayout)]
 pub struct DeviceEnvironment {
@@ -364,6 +372,10 @@ pub struct DeviceEnvironment {
     pub hardware_parallelism: u64,
 }
 const_assert_eq!(size_of::<DeviceEnvironment>(), 48);
+const_assert_eq!(offset_of!(DeviceEnvironment, debug_kind), 0);
+const_assert_eq!(offset_of!(DeviceEnvironment, num_devices), 4);
+const_assert_eq!(offset_of!(DeviceEnvironment, device_num), 8);
+const_assert_eq!(offset_of!(DeviceEnvironment, dynamic_mem_size), 12);
 const_assert_eq!(offset_of!(DeviceEnvironment, clock_frequency), 16);
 const_assert_eq!(offset_of!(DeviceEnvironment, indirect_call_table), 24);
 const_assert_eq!(offset_of!(DeviceEnvironment, indirect_call_table_size), 32);
