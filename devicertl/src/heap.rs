@@ -7,8 +7,35 @@
 //! every update, so a pop cannot be fooled by a block that left and came back meanwhile (ABA).
 //!
 //! The logic is independent of where the region lives, so the host tests run it on a `Vec`.
+//!
+//! Also the runtime's own allocations ([`device_malloc`], [`device_free`]: the platform's
+//! `malloc`, which on amdgcn is this heap over a device global, [`device_heap`]). A leaf over
+//! `arch`: state, memory and the algorithms all allocate through it.
 
+use crate::arch;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// `bytes` of device heap memory for the runtime itself, or null.
+pub fn device_malloc(bytes: usize) -> *mut u8 {
+    // SAFETY: the platform allocator accepts any size and returns null on failure.
+    unsafe { arch::malloc(bytes) }
+}
+/// `bytes` of device heap memory, or a trap after printing `message` when the heap is out:
+/// for the runtime's own allocations, which have no way to report failure to the program.
+pub fn device_malloc_or_trap(bytes: usize, message: &core::ffi::CStr) -> *mut u8 {
+    let ptr = device_malloc(bytes);
+    if ptr.is_null() {
+        arch::print_message(message);
+        arch::trap();
+    }
+    ptr
+}
+/// # Safety
+/// `ptr` came from `device_malloc` and is not used afterwards.
+pub unsafe fn device_free(ptr: *mut u8) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { arch::free(ptr) }
+}
 
 const HEADER: usize = 16;
 const MIN_CLASS: u32 = 5; // 32-byte blocks: header + 16 bytes
@@ -118,5 +145,42 @@ impl SizeClassHeap {
                 Err(seen) => head = seen,
             }
         }
+    }
+}
+
+/// amdgcn has no driver-provided heap: `crate::heap` over a device global.
+#[cfg(target_arch = "amdgpu")]
+pub mod device_heap {
+    use super::SizeClassHeap;
+    use core::cell::UnsafeCell;
+
+    const HEAP_BYTES: usize = 64 << 20;
+
+    #[repr(C, align(16))]
+    struct Region(UnsafeCell<[u8; HEAP_BYTES]>);
+    // SAFETY: the heap hands out disjoint blocks of the region (atomic bump pointer and free lists).
+    unsafe impl Sync for Region {}
+    // Named, not internal: runtime state must have one definition per image (see
+    // build-tools/src/devicertl.rs), whatever copies of the code clang links.
+    #[unsafe(no_mangle)]
+    #[allow(non_upper_case_globals, reason = "a C symbol name, one per image")]
+    static __rustomp_heap_region: Region = Region(UnsafeCell::new([0; HEAP_BYTES]));
+    #[unsafe(no_mangle)]
+    #[allow(non_upper_case_globals, reason = "a C symbol name, one per image")]
+    static __rustomp_heap: SizeClassHeap = SizeClassHeap::new();
+
+    /// # Safety
+    /// None beyond C's: the result is null or `size` bytes nobody else holds.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "C" fn malloc(size: usize) -> *mut u8 {
+        // SAFETY: always the same 16-byte aligned region.
+        unsafe { __rustomp_heap.alloc(__rustomp_heap_region.0.get() as *mut u8, HEAP_BYTES, size) }
+    }
+    /// # Safety
+    /// As C's: `ptr` is null or came from `malloc` and is not used afterwards.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "C" fn free(ptr: *mut u8) {
+        // SAFETY: as above; guaranteed by the caller.
+        unsafe { __rustomp_heap.free(__rustomp_heap_region.0.get() as *mut u8, ptr) }
     }
 }

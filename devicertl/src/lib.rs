@@ -36,6 +36,7 @@ pub mod ompx;
 pub mod parallel;
 pub mod printf;
 pub mod reduction;
+pub mod schedule;
 pub mod state;
 pub mod sync;
 pub mod tasks;

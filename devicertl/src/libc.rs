@@ -10,7 +10,7 @@
 //! named `memcpy`/`memset`/`memcmp` into a call to itself, and `strlen` reads volatile so no
 //! idiom pass can either.
 
-use crate::{arch, memory};
+use crate::{arch, heap};
 use core::ffi::{c_char, c_void, CStr};
 
 /// A line of text built on the device without allocating (cut at 511 bytes), then printed.
@@ -260,7 +260,7 @@ pub extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
     let Some(bytes) = count.checked_mul(size) else {
         return core::ptr::null_mut();
     };
-    let p = memory::device_malloc(bytes.max(1));
+    let p = heap::device_malloc(bytes.max(1));
     if !p.is_null() {
         // SAFETY: `p` has `bytes` bytes.
         unsafe { memset(p as *mut c_void, 0, bytes) };

@@ -1,33 +1,13 @@
-//! Device memory: the team-shared stack behind `__kmpc_alloc_shared` (with a heap fallback),
-//! `omp_alloc`/`omp_free`, and on amdgcn the device heap behind `malloc`/`free`.
+//! Device memory: the team-shared stack behind `__kmpc_alloc_shared` (with a heap fallback)
+//! and `omp_alloc`/`omp_free`.
 
 use crate::arch;
+use crate::heap::{device_free, device_malloc};
 use crate::state::{self, SHARED_STACK_BYTES};
 use core::ffi::c_void;
 use core::sync::atomic::Ordering;
 
 const SHARED_ALIGN: usize = 16;
-
-pub fn device_malloc(bytes: usize) -> *mut u8 {
-    // SAFETY: the platform allocator accepts any size and returns null on failure.
-    unsafe { arch::malloc(bytes) }
-}
-/// `bytes` of device heap memory, or a trap after printing `message` when the heap is out:
-/// for the runtime's own allocations, which have no way to report failure to the program.
-pub fn device_malloc_or_trap(bytes: usize, message: &core::ffi::CStr) -> *mut u8 {
-    let ptr = device_malloc(bytes);
-    if ptr.is_null() {
-        arch::print_message(message);
-        arch::trap();
-    }
-    ptr
-}
-/// # Safety
-/// `ptr` came from `device_malloc` and is not used afterwards.
-pub unsafe fn device_free(ptr: *mut u8) {
-    // SAFETY: guaranteed by the caller.
-    unsafe { arch::free(ptr) }
-}
 
 fn stack_range() -> (usize, usize) {
     let base = state::team().stack.get() as usize;
@@ -134,41 +114,4 @@ pub extern "C" fn __kmpc_alloc_aggregate_arg(
     _global: *mut c_void,
 ) -> *mut c_void {
     local
-}
-
-/// amdgcn has no driver-provided heap: `crate::heap` over a device global.
-#[cfg(target_arch = "amdgpu")]
-pub mod heap {
-    use crate::heap::SizeClassHeap;
-    use core::cell::UnsafeCell;
-
-    const HEAP_BYTES: usize = 64 << 20;
-
-    #[repr(C, align(16))]
-    struct Region(UnsafeCell<[u8; HEAP_BYTES]>);
-    // SAFETY: the heap hands out disjoint blocks of the region (atomic bump pointer and free lists).
-    unsafe impl Sync for Region {}
-    // Named, not internal: runtime state must have one definition per image (see
-    // build-tools/src/devicertl.rs), whatever copies of the code clang links.
-    #[unsafe(no_mangle)]
-    #[allow(non_upper_case_globals, reason = "a C symbol name, one per image")]
-    static __rustomp_heap_region: Region = Region(UnsafeCell::new([0; HEAP_BYTES]));
-    #[unsafe(no_mangle)]
-    #[allow(non_upper_case_globals, reason = "a C symbol name, one per image")]
-    static __rustomp_heap: SizeClassHeap = SizeClassHeap::new();
-
-    /// # Safety
-    /// None beyond C's: the result is null or `size` bytes nobody else holds.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "C" fn malloc(size: usize) -> *mut u8 {
-        // SAFETY: always the same 16-byte aligned region.
-        unsafe { __rustomp_heap.alloc(__rustomp_heap_region.0.get() as *mut u8, HEAP_BYTES, size) }
-    }
-    /// # Safety
-    /// As C's: `ptr` is null or came from `malloc` and is not used afterwards.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "C" fn free(ptr: *mut u8) {
-        // SAFETY: as above; guaranteed by the caller.
-        unsafe { __rustomp_heap.free(__rustomp_heap_region.0.get() as *mut u8, ptr) }
-    }
 }

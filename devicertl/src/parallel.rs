@@ -5,7 +5,7 @@
 //! inside another one runs serialized on the calling thread, as LLVM's runtime does.
 
 use crate::state::{self, IN_TEAM_REGION, LEVEL_MASK, SHARED_ARG_SLOTS};
-use crate::{arch, memory, sync};
+use crate::{arch, heap, sync};
 use core::ffi::c_void;
 use core::sync::atomic::Ordering;
 
@@ -202,7 +202,7 @@ pub unsafe extern "C" fn __kmpc_parallel_60(
     team.parallel_team_size.store(1, Ordering::Relaxed);
     if heap_args {
         // SAFETY: `share_args` took it from the heap; the region is over.
-        unsafe { memory::device_free(shared_args as *mut u8) };
+        unsafe { heap::device_free(shared_args as *mut u8) };
     }
 }
 
@@ -213,7 +213,7 @@ fn argument_space(nargs: usize) -> (*mut *mut c_void, bool) {
         (team.shared_args_slots.as_ptr() as *mut *mut c_void, false)
     } else {
         let bytes = nargs * core::mem::size_of::<*mut c_void>();
-        let dest = memory::device_malloc(bytes) as *mut *mut c_void;
+        let dest = heap::device_malloc(bytes) as *mut *mut c_void;
         if dest.is_null() {
             arch::trap();
         }
@@ -256,7 +256,7 @@ pub extern "C" fn __kmpc_end_sharing_variables() {
             .shared_args
             .swap(core::ptr::null_mut(), Ordering::Relaxed);
         // SAFETY: `argument_space` took it from the heap; the region is over.
-        unsafe { memory::device_free(space as *mut u8) };
+        unsafe { heap::device_free(space as *mut u8) };
     }
 }
 

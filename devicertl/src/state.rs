@@ -8,7 +8,10 @@
 use crate::arch;
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use crate::schedule::{sched, trip_count};
+use core::sync::atomic::{
+    AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use rustomp_abi::KernelLaunchEnvironment;
 
 /// Arguments of a generic-mode parallel region copied to team-shared memory (workers cannot
@@ -29,7 +32,7 @@ pub const IN_TEAM_REGION: u8 = 0x80;
 #[repr(C)]
 pub struct ThreadSlot {
     /// Innermost loop of the thread's own stack (see `workshare`), or null.
-    pub loops: AtomicPtr<crate::workshare::DispatchState>,
+    pub loops: AtomicPtr<DispatchState>,
     /// run-sched-var as `(kind << 32) | chunk`, 0 when not set by this thread.
     pub run_schedule: AtomicU64,
     /// max-active-levels-var + 1, 0 when not set by this thread.
@@ -43,7 +46,7 @@ pub fn thread_slot() -> &'static ThreadSlot {
     if table.is_null() {
         let threads = arch::num_threads_in_block() as usize;
         let bytes = threads * core::mem::size_of::<ThreadSlot>();
-        let fresh = crate::memory::device_malloc_or_trap(
+        let fresh = crate::heap::device_malloc_or_trap(
             bytes,
             c"rustomp device runtime: no device heap memory for thread state\n",
         ) as *mut ThreadSlot;
@@ -60,7 +63,7 @@ pub fn thread_slot() -> &'static ThreadSlot {
             Ok(_) => table = fresh,
             Err(existing) => {
                 // SAFETY: `fresh` was never published.
-                unsafe { crate::memory::device_free(fresh as *mut u8) };
+                unsafe { crate::heap::device_free(fresh as *mut u8) };
                 table = existing;
             }
         }
@@ -96,7 +99,7 @@ pub fn release_thread_slots() {
         .swap(core::ptr::null_mut(), Ordering::Relaxed);
     if !table.is_null() {
         // SAFETY: allocated by `thread_slot`; nobody uses it any more.
-        unsafe { crate::memory::device_free(table as *mut u8) };
+        unsafe { crate::heap::device_free(table as *mut u8) };
     }
 }
 
@@ -178,7 +181,7 @@ pub struct TeamState {
     /// set up by the region's opener; never touched as an integer.
     pub subset_barrier: AtomicU64,
     /// Dynamic loop schedule shared by the threads of a team-wide region.
-    pub dispatch: crate::workshare::DispatchState,
+    pub dispatch: DispatchState,
     /// One `ThreadSlot` per thread of the block, allocated when a thread first needs one.
     pub thread_slots: AtomicPtr<ThreadSlot>,
     /// Words one thread publishes to the others of its team (indices below).
@@ -311,5 +314,90 @@ pub fn thread_view() -> ThreadView {
         active_level: (in_team_region && team_size > 1) as u32,
         in_team_region,
         team_size: if in_team_region { team_size } else { 1 },
+    }
+}
+
+/// A dynamically scheduled loop: shared by the threads of a team-wide region (in team-shared
+/// memory), or one thread's own (a loop in a serialized nested region, on the device heap).
+#[repr(C)]
+pub struct DispatchState {
+    next: AtomicU64,
+    trip: AtomicU64,
+    lb: AtomicI64,
+    incr: AtomicI64,
+    chunk: AtomicU64,
+    kind: AtomicU32,
+    threads: AtomicU32,
+    /// A thread's own loops form a stack (a nested loop inside another's body): the outer one.
+    pub(crate) outer: AtomicPtr<DispatchState>,
+}
+
+impl DispatchState {
+    pub fn reset(&self) {
+        self.next.store(0, Ordering::Relaxed);
+        self.trip.store(0, Ordering::Relaxed);
+    }
+
+    /// Sets up a loop of `lb..=ub` by `incr` for `threads` threads.
+    pub(crate) fn configure(&self, kind: i32, lb: i128, ub: i128, incr: i128, chunk: i128, threads: u32) {
+        let incr = if incr == 0 { 1 } else { incr };
+        let trip = trip_count(lb, ub, incr);
+        let chunk = match sched::base(kind) {
+            sched::STATIC | sched::AUTO | sched::RUNTIME if chunk <= 0 => {
+                // One near-equal block per thread, claimed dynamically.
+                (trip + threads as i128 - 1) / threads.max(1) as i128
+            }
+            _ => chunk.max(1),
+        };
+        self.next.store(0, Ordering::Relaxed);
+        self.trip.store(trip as u64, Ordering::Relaxed);
+        self.lb.store(lb as i64, Ordering::Relaxed);
+        self.incr.store(incr as i64, Ordering::Relaxed);
+        self.chunk.store(chunk.max(1) as u64, Ordering::Relaxed);
+        self.kind.store(kind as u32, Ordering::Relaxed);
+        self.threads.store(threads, Ordering::Relaxed);
+    }
+
+    /// Claims the next chunk: `(first iteration, iterations)`, or `None` when the loop is done.
+    pub fn claim(&self) -> Option<(u64, u64)> {
+        let trip = self.trip.load(Ordering::Relaxed);
+        let chunk = self.chunk.load(Ordering::Relaxed).max(1);
+        if sched::base(self.kind.load(Ordering::Relaxed) as i32) == sched::GUIDED_CHUNKED {
+            let threads = self.threads.load(Ordering::Relaxed).max(1) as u64;
+            let mut current = self.next.load(Ordering::Relaxed);
+            loop {
+                if current >= trip {
+                    return None;
+                }
+                let remaining = trip - current;
+                let size = remaining.div_ceil(2 * threads).max(chunk).min(remaining);
+                match self.next.compare_exchange_weak(
+                    current,
+                    current + size,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return Some((current, size)),
+                    Err(seen) => current = seen,
+                }
+            }
+        }
+        let start = self.next.fetch_add(chunk, Ordering::Relaxed);
+        (start < trip).then(|| (start, chunk.min(trip - start)))
+    }
+
+    /// The next chunk as inclusive bounds `(low, high, incr, last)`, or `None`.
+    pub(crate) fn next_chunk(&self) -> Option<(i128, i128, i128, bool)> {
+        let (first, count) = self.claim()?;
+        let lb = self.lb.load(Ordering::Relaxed) as i128;
+        let incr = self.incr.load(Ordering::Relaxed) as i128;
+        let trip = self.trip.load(Ordering::Relaxed);
+        let low = lb + first as i128 * incr;
+        Some((
+            low,
+            low + (count as i128 - 1) * incr,
+            incr,
+            first + count == trip,
+        ))
     }
 }

@@ -1,6 +1,6 @@
 //! Barriers, critical sections, single/master/masked, warp masks and flushes.
 
-use crate::{arch, memory, state};
+use crate::{arch, heap, state};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -175,7 +175,7 @@ pub unsafe extern "C" fn __kmpc_copyprivate(
     region_barrier(count);
     if did_it != 0 {
         // SAFETY: `stage` took it from the heap; every reader is done with it.
-        unsafe { memory::device_free(staged as *mut u8) };
+        unsafe { heap::device_free(staged as *mut u8) };
     }
 }
 
@@ -184,7 +184,7 @@ pub type CopyFn = unsafe extern "C" fn(dst: *mut c_void, src: *mut c_void);
 
 pub mod copyprivate {
     use super::CopyFn;
-    use crate::{arch, memory};
+    use crate::{arch, heap};
     use core::ffi::c_void;
 
     /// Largest copyprivate variable the staging copy measures (bytes of private memory).
@@ -206,11 +206,11 @@ pub mod copyprivate {
     /// function for that list.
     pub unsafe fn stage(variables: usize, src: *mut *mut u8, copy: CopyFn) -> *mut *mut u8 {
         let pointer = core::mem::size_of::<*mut u8>();
-        let probe = memory::device_malloc_or_trap(PROBE_WORDS * 8, NO_MEMORY) as *mut u64;
+        let probe = heap::device_malloc_or_trap(PROBE_WORDS * 8, NO_MEMORY) as *mut u64;
         let probe_list =
-            memory::device_malloc_or_trap(variables.max(1) * pointer, NO_MEMORY) as *mut *mut u8;
+            heap::device_malloc_or_trap(variables.max(1) * pointer, NO_MEMORY) as *mut *mut u8;
         let sizes =
-            memory::device_malloc_or_trap(variables.max(1) * pointer, NO_MEMORY) as *mut usize;
+            heap::device_malloc_or_trap(variables.max(1) * pointer, NO_MEMORY) as *mut usize;
         let mut total = 0usize;
         for i in 0..variables {
             for j in 0..variables {
@@ -244,7 +244,7 @@ pub mod copyprivate {
             total += size.div_ceil(16) * 16;
         }
         let list_bytes = (variables * pointer).div_ceil(16) * 16;
-        let block = memory::device_malloc_or_trap(list_bytes + total, NO_MEMORY) as *mut *mut u8;
+        let block = heap::device_malloc_or_trap(list_bytes + total, NO_MEMORY) as *mut *mut u8;
         let mut offset = list_bytes;
         for i in 0..variables {
             // SAFETY: `block` has room for the list and every rounded size.
@@ -256,9 +256,9 @@ pub mod copyprivate {
         // SAFETY: the staging list points at room for each variable; `copy` fills it.
         unsafe {
             copy(block as *mut c_void, src as *mut c_void);
-            memory::device_free(probe as *mut u8);
-            memory::device_free(probe_list as *mut u8);
-            memory::device_free(sizes as *mut u8);
+            heap::device_free(probe as *mut u8);
+            heap::device_free(probe_list as *mut u8);
+            heap::device_free(sizes as *mut u8);
         }
         block
     }

@@ -1,7 +1,7 @@
 //! Device tasks run undeferred: `__kmpc_omp_task` runs the task at once on the encountering
 //! thread, so `taskwait` and `taskgroup` have nothing left to wait for.
 
-use crate::{arch, memory};
+use crate::{arch, heap};
 use core::ffi::c_void;
 
 /// The head of clang's `kmp_task_t`.
@@ -25,7 +25,7 @@ pub extern "C" fn __kmpc_omp_task_alloc(
         .max(core::mem::size_of::<TaskHeader>())
         .div_ceil(16)
         * 16;
-    let task = memory::device_malloc(head + shareds_bytes) as *mut TaskHeader;
+    let task = heap::device_malloc(head + shareds_bytes) as *mut TaskHeader;
     if task.is_null() {
         arch::trap();
     }
@@ -49,7 +49,7 @@ unsafe fn run_and_free(gtid: i32, task: *mut TaskHeader) {
         unsafe { routine(gtid, task) };
     }
     // SAFETY: `__kmpc_omp_task_alloc` took the task from the heap; it ran and is done.
-    unsafe { memory::device_free(task as *mut u8) };
+    unsafe { heap::device_free(task as *mut u8) };
 }
 
 /// # Safety
@@ -96,7 +96,7 @@ pub extern "C" fn __kmpc_omp_task_complete_if0(
     task: *mut TaskHeader,
 ) {
     // SAFETY: clang passes the task `__kmpc_omp_task_alloc` returned, after running it.
-    unsafe { memory::device_free(task as *mut u8) };
+    unsafe { heap::device_free(task as *mut u8) };
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_omp_wait_deps(
@@ -154,7 +154,7 @@ pub unsafe extern "C" fn __kmpc_taskloop(
     // SAFETY: guaranteed by the caller.
     if unsafe { *lower > *upper } {
         // SAFETY: the task was allocated and never runs.
-        unsafe { memory::device_free(task as *mut u8) };
+        unsafe { heap::device_free(task as *mut u8) };
         return;
     }
     // SAFETY: forwarded.

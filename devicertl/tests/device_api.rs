@@ -360,7 +360,7 @@ fn c_library_basics() {
         assert_eq!(strlen(c"device".as_ptr()), 6);
         let zeroed = calloc(10, 4) as *mut u32;
         assert!((0..10).all(|i| *zeroed.add(i) == 0));
-        devicertl::memory::device_free(zeroed as *mut u8);
+        devicertl::heap::device_free(zeroed as *mut u8);
         assert!(calloc(usize::MAX, 2).is_null(), "overflow refused");
     }
 }

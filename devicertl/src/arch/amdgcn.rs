@@ -206,7 +206,7 @@ pub fn trap() -> ! {
     unsafe { llvm_trap() }
 }
 
-pub use crate::memory::heap::{free, malloc};
+pub use crate::heap::device_heap::{free, malloc};
 /// Appends `message` to the printf buffer the plugin prints after the launch.
 pub fn print_message(message: &core::ffi::CStr) {
     crate::printf::print_bytes(message.to_bytes());
