@@ -9,6 +9,7 @@ mod devicecode;
 mod devicertl;
 mod fuzz;
 mod host;
+mod host_devicertl;
 mod install;
 mod sanitize;
 mod setup;
@@ -25,7 +26,9 @@ Commands:
                       in target/tools, rustup components, the nightly toolchain for fuzz); only
                       what is missing
   devicertl [--force] build the device runtime bitcode (nvptx64, amdgcn) into dist/lib
-  host                build the host library and install dist/lib/libomptarget.so.22.1
+  host                build the host library and install dist/lib/libomptarget.so.22.1, and the
+                      x86_64 device runtime of flang's host-offload images
+                      (dist/lib/x86_64-pc-linux-gnu/libompdevice.a)
   cc [clang args]     clang-22 with the rustomp runtime wired in (also: c++ for clang++-22);
                       --runtime=llvm builds against LLVM's libomptarget instead
   demo [--no-setup]   setup, build, compile examples/saxpy.c and run it offloaded
