@@ -7,6 +7,7 @@ mod corrupt;
 mod demo;
 mod devicecode;
 mod devicertl;
+mod fc;
 mod fuzz;
 mod host;
 mod host_devicertl;
@@ -31,6 +32,8 @@ Commands:
                       (dist/lib/x86_64-pc-linux-gnu/libompdevice.a)
   cc [clang args]     clang-22 with the rustomp runtime wired in (also: c++ for clang++-22);
                       --runtime=llvm builds against LLVM's libomptarget instead
+  fc [flang args]     flang-22 likewise (Fortran; x86_64 host offload through host-devicertl);
+                      names the device symbols a failed device link could not resolve
   demo [--no-setup]   setup, build, compile examples/saxpy.c and run it offloaded
   clippy              clippy -D warnings: the host workspace (all targets) and devicertl for
                       nvptx64 and amdgcn as the device build compiles it; prints each run's time
@@ -112,6 +115,7 @@ fn dispatch(args: &[String]) -> Result<i32> {
         }
         "cc" => return cc::run(false, rest),
         "c++" | "cxx" => return cc::run(true, rest),
+        "fc" | "fortran" => return fc::run(rest),
         "demo" => {
             let f = flags(cmd, rest, &["--no-setup"])?;
             demo::run(!f[0])?;
