@@ -13,7 +13,7 @@
 //!    Without the GPU's driver (NVIDIA: `libcuda.so.1`; AMD: `libhsa-runtime64.so.1` and
 //!    `/dev/kfd`) it prints one skip line and exits 0.
 
-use super::{compile, is_cxx, link_undefined, parse_header, sources, stem, JOBS};
+use super::{compile_source, link_undefined, parse_header, sources, stem, JOBS};
 use crate::cc::{Runtime, LLVM_LIB};
 use crate::devicertl::{self, dist_lib};
 use crate::host;
@@ -339,7 +339,7 @@ fn compile_one(src: &Path, bin: &Path, logs: &Path) -> Compiled {
     args.extend(["-o".into(), exe.display().to_string(), "-lm".into()]);
     // Found next to the binaries wherever the suite is copied (LD_LIBRARY_PATH in run.sh too).
     args.push("-Wl,-rpath,$ORIGIN/../lib".into());
-    let failure = compile(is_cxx(src), Runtime::Ours, &args, &log)
+    let failure = compile_source(src, Runtime::Ours, &args, &log)
         .err()
         .map(|_| {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
