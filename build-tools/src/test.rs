@@ -923,6 +923,15 @@ mod tests {
     }
 
     #[test]
+    fn fortran_header_lines_are_comments_too() {
+        let h = parse_header("! EXPECT: fail\n! CFLAGS: -fopenmp-version=52\n! LLVM-REF: fails (why)\nprogram p\n  !$omp target\n  !$omp end target\nend program\n");
+        assert!(h.expect_fail);
+        assert_eq!(h.cflags, vec!["-fopenmp-version=52".to_string()]);
+        assert_eq!(h.llvm_ref_fails.as_deref(), Some("fails (why)"));
+        assert!(sources(&at("tests/programs")).iter().any(|p| crate::fc::is_fortran(p)), "the corpus lists .f90 programs");
+    }
+
+    #[test]
     fn verdicts() {
         assert!(verdict(&Outcome::Exit(0), false).0);
         assert!(!verdict(&Outcome::Exit(0), true).0);
