@@ -8,10 +8,12 @@
 //! P/bin/rustomp-info                         plugins and devices (host-plugins/info)
 //! P/lib/libomptarget.so.22.1, libomptarget.so -> libomptarget.so.22.1
 //! P/lib/libomptarget-{nvptx,amdgpu}.bc       the device runtime, per translation unit
-//! P/lib/<triple>/libompdevice.a              the device runtime, per device link
+//! P/lib/<triple>/libompdevice.a              the device runtime, per device link (nvptx64, amdgcn;
+//!                                            x86_64: flang's host-offload images, host-devicertl)
 //! P/cuda/{bin/ptxas,bin/nvlink,include/cuda.h,nvvm/libdevice/libdevice.10.bc}
 //!                                            what clang needs of CUDA (from `cargo xtask setup`)
 //! P/etc/rustomp/clang.cfg                    the clang-22 options `cargo xtask cc` passes
+//! P/etc/rustomp/flang.cfg                    the flang-22 options `cargo xtask fc` passes
 //! P/share/rustomp/manifest                   what the install wrote, for `uninstall`
 //! ```
 //!
@@ -26,6 +28,13 @@
 //! there would reach nvlink, which refuses it). Environment variables alone cannot do it:
 //! `LIBRARY_PATH` reaches the host link and the nvptx device link but not the amdgcn one (ld.lld
 //! directly), and one list cannot hold both triples' `libompdevice.a`.
+//!
+//! flang-22 likewise reads default configuration files only from `/usr/lib/llvm-22/bin`
+//! (`flang.cfg`, `x86_64-pc-linux-gnu-flang.cfg`), and ignores `CCC_OVERRIDE_OPTIONS`: its
+//! variable is `FCC_OVERRIDE_OPTIONS`, which `env.sh` sets to the same edit naming `flang.cfg`
+//! (`fc::device_flags`, `cc::host_flags`). flang rejects `--cuda-path`: it takes the CUDA
+//! installation from the `ptxas` on `PATH`, so `env.sh` also puts `P/cuda/bin` on `PATH` when the
+//! install has CUDA's tools.
 //!
 //! `uninstall` removes the files the manifest lists, then the directories the install created
 //! if they are empty, and nothing else; a reinstall over an install replaces its files and
@@ -42,6 +51,8 @@ use std::path::{Component, Path, PathBuf};
 
 /// The clang configuration file, relative to the prefix.
 pub const CONFIG: &str = "etc/rustomp/clang.cfg";
+/// The flang configuration file, relative to the prefix.
+pub const FLANG_CONFIG: &str = "etc/rustomp/flang.cfg";
 const MANIFEST: &str = "share/rustomp/manifest";
 const ENV_SH: &str = "env.sh";
 const MANIFEST_HEADER: &str = "# rustomp install manifest: what `cargo xtask install` wrote under this prefix (`dir` lines: directories it created). `cargo xtask uninstall` removes exactly these.";
@@ -144,43 +155,95 @@ fn config_text(prefix: &Path, cuda: bool) -> String {
     text
 }
 
-/// The CCC_OVERRIDE_OPTIONS edit that makes `-fopenmp` load the configuration of `prefix`.
-fn override_edit(prefix: &Path) -> String {
-    format!("s/^-fopenmp(=libomp)?$/--config={}/{CONFIG}/", prefix.display())
+/// `flang.cfg` for a runtime under `prefix`.
+fn flang_config_text(prefix: &Path) -> String {
+    let lib = prefix.join("lib");
+    let mut text = format!(
+        "# rustomp: the options flang-22 needs for OpenMP offloading with rustomp's runtime in\n\
+         # {prefix}. Written by `cargo xtask install`; loaded by flang-22 for a command with\n\
+         # -fopenmp once {prefix}/{ENV_SH} is sourced (its FCC_OVERRIDE_OPTIONS turns -fopenmp into\n\
+         # --config=<this file>, so the first line gives -fopenmp back).\n\
+         -fopenmp\n\
+         # Device runtime: each triple's libompdevice.a for its device link (x86_64: the entry\n\
+         # points flang's host-offload images call); -nogpulib: no ROCm device libraries. CUDA's\n\
+         # ptxas/nvlink come from PATH (flang-22 has no --cuda-path).\n",
+        prefix = prefix.display(),
+    );
+    for flag in crate::fc::device_flags(&lib) {
+        // `-Xoffload-linker-<triple>` takes the next argument: keep the pair on one line.
+        text.push_str(&flag);
+        text.push(if flag.starts_with("-Xoffload-linker-") { ' ' } else { '\n' });
+    }
+    text.push_str(&format!(
+        "# Host: link against {lib}/libomptarget.so and load it from there at run time, with\n# LLVM 22's libomp.so.5 from {LLVM_LIB}.\n",
+        lib = lib.display()
+    ));
+    for flag in cc::host_flags(&lib) {
+        text.push_str(&flag);
+        text.push('\n');
+    }
+    text
 }
 
-/// `env.sh` for `prefix` (POSIX sh; bash, zsh, dash).
-fn env_text(prefix: &Path) -> String {
-    let edit = override_edit(prefix);
+/// The CCC_OVERRIDE_OPTIONS (FCC_OVERRIDE_OPTIONS) edit that makes `-fopenmp` load the
+/// configuration `config` of `prefix`.
+fn override_edit(prefix: &Path, config: &str) -> String {
+    format!("s/^-fopenmp(=libomp)?$/--config={}/{config}/", prefix.display())
+}
+
+/// The lines of `env.sh` that put `edit` first in the edit list `variable`, once.
+fn override_block(variable: &str, edit: &str) -> String {
+    format!(
+        r##"_rustomp_edit='{edit}'
+case "${{{variable}-}}" in
+    *"$_rustomp_edit"*) ;;
+    "") {variable}="# $_rustomp_edit" ;;
+    "#"*) _rustomp_rest="${{{variable}#\#}}"
+        {variable}="# $_rustomp_edit ${{_rustomp_rest# }}"
+        unset _rustomp_rest ;;
+    *) {variable}="$_rustomp_edit ${variable}" ;;
+esac
+export {variable}
+unset _rustomp_edit
+"##
+    )
+}
+
+/// `env.sh` for `prefix` (POSIX sh; bash, zsh, dash); `cuda`: the install has CUDA's tools.
+fn env_text(prefix: &Path, cuda: bool) -> String {
+    let clang = override_block("CCC_OVERRIDE_OPTIONS", &override_edit(prefix, CONFIG));
+    let flang = override_block(crate::fc::OVERRIDE_VARIABLE, &override_edit(prefix, FLANG_CONFIG));
+    let cuda_path = if cuda {
+        r##"# flang-22 has no --cuda-path: it uses the CUDA installation of the ptxas on PATH.
+case ":${PATH-}:" in
+    *":$RUSTOMP_PREFIX/cuda/bin:"*) ;;
+    *) PATH="$RUSTOMP_PREFIX/cuda/bin:$PATH"; export PATH ;;
+esac
+"##
+    } else {
+        ""
+    };
     let prefix = prefix.display();
     format!(
         r##"# rustomp: source this file (`. {prefix}/{ENV_SH}`) to build OpenMP offload programs with plain
-# clang-22 / clang++-22 against rustomp's runtime in {prefix}, and to have rustomp-info on PATH.
-# Written by `cargo xtask install`; `cargo xtask uninstall --prefix {prefix}` removes it.
+# clang-22 / clang++-22 / flang-22 against rustomp's runtime in {prefix}, and to have
+# rustomp-info on PATH. Written by `cargo xtask install`; `cargo xtask uninstall --prefix
+# {prefix}` removes it.
 #
-# clang-22 reads no per-user configuration file, so the hook is CCC_OVERRIDE_OPTIONS, a list of
-# edits clang's driver applies to its command line: ours replaces -fopenmp by
-# --config={prefix}/{CONFIG} (which begins with -fopenmp). Commands without -fopenmp are
-# unchanged. It applies to every clang in this shell (meant for clang-22); see the options with
-# `clang-22 -fopenmp -### x.c`. To undo: a new shell.
+# clang-22 and flang-22 read no per-user configuration file, so the hooks are
+# CCC_OVERRIDE_OPTIONS (clang) and FCC_OVERRIDE_OPTIONS (flang), lists of edits each driver
+# applies to its command line: ours replace -fopenmp by --config={prefix}/{CONFIG}
+# (flang: {prefix}/{FLANG_CONFIG}), which begins with -fopenmp. Commands without -fopenmp are
+# unchanged. They apply to every clang / flang in this shell (meant for the LLVM 22 ones); see
+# the options with `clang-22 -fopenmp -### x.c`, `flang-22 -fopenmp -### x.f90`. To undo: a
+# new shell.
 RUSTOMP_PREFIX='{prefix}'
 export RUSTOMP_PREFIX
 case ":${{PATH-}}:" in
     *":$RUSTOMP_PREFIX/bin:"*) ;;
     *) PATH="$RUSTOMP_PREFIX/bin${{PATH:+:$PATH}}"; export PATH ;;
 esac
-_rustomp_edit='{edit}'
-case "${{CCC_OVERRIDE_OPTIONS-}}" in
-    *"$_rustomp_edit"*) ;;
-    "") CCC_OVERRIDE_OPTIONS="# $_rustomp_edit" ;;
-    "#"*) _rustomp_rest="${{CCC_OVERRIDE_OPTIONS#\#}}"
-        CCC_OVERRIDE_OPTIONS="# $_rustomp_edit ${{_rustomp_rest# }}"
-        unset _rustomp_rest ;;
-    *) CCC_OVERRIDE_OPTIONS="$_rustomp_edit $CCC_OVERRIDE_OPTIONS" ;;
-esac
-export CCC_OVERRIDE_OPTIONS
-unset _rustomp_edit
-"##
+{cuda_path}{clang}{flang}"##
     )
 }
 
@@ -208,7 +271,7 @@ fn entries(prefix: &Path, with_cuda: bool) -> Result<Vec<Entry>> {
         Entry { rel: PathBuf::from("lib/libomptarget.so"), content: Content::Link(PathBuf::from(host::SONAME)) },
         copy("bin/rustomp-info", at("target/release/rustomp-info"))?,
     ];
-    for built in devicertl::outputs() {
+    for built in devicertl::outputs().into_iter().chain([crate::host_devicertl::archive()]) {
         let rel = built.strip_prefix(&dist).unwrap_or(&built).to_path_buf();
         v.push(copy(&format!("lib/{}", rel.display()), built)?);
     }
@@ -220,7 +283,8 @@ fn entries(prefix: &Path, with_cuda: bool) -> Result<Vec<Entry>> {
         }
     }
     v.push(Entry { rel: PathBuf::from(CONFIG), content: Content::Text(config_text(prefix, cuda)) });
-    v.push(Entry { rel: PathBuf::from(ENV_SH), content: Content::Text(env_text(prefix)) });
+    v.push(Entry { rel: PathBuf::from(FLANG_CONFIG), content: Content::Text(flang_config_text(prefix)) });
+    v.push(Entry { rel: PathBuf::from(ENV_SH), content: Content::Text(env_text(prefix, cuda)) });
     Ok(v)
 }
 
@@ -414,7 +478,7 @@ pub fn install(o: &Options) -> Result<()> {
     let manifest = lay_out(&prefix, &entries)?;
     println!("install: {} files in {} (listed in {})", manifest.files.len(), prefix.display(), prefix.join(MANIFEST).display());
     println!(
-        "To use it, in each shell:\n  . {p}/{ENV_SH}\n  clang-22 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu prog.c   # or --offload-arch=sm_90 / gfx90a\n  rustomp-info\nTo remove it: cargo xtask uninstall --prefix {p}",
+        "To use it, in each shell:\n  . {p}/{ENV_SH}\n  clang-22 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu prog.c   # or --offload-arch=sm_90 / gfx90a\n  flang-22 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu prog.f90 # likewise\n  rustomp-info\nTo remove it: cargo xtask uninstall --prefix {p}",
         p = prefix.display()
     );
     Ok(())
@@ -461,12 +525,14 @@ fn deb(o: &Options) -> Result<()> {
          Maintainer: rustomp developers <rustomp@localhost>\n\
          Depends: clang-22, lld-22, libomp-22-dev\n\
          Recommends: libhsa-runtime64-1\n\
+         Suggests: flang-22\n\
          Section: devel\n\
          Priority: optional\n\
          Description: OpenMP offload runtime in Rust for clang-22\n \
          libomptarget.so.22.1, its device runtime for nvptx64 and amdgcn, a clang-22\n \
-         configuration and rustomp-info, in {prefix}. Source {prefix}/{ENV_SH} to build\n \
-         with plain clang-22 -fopenmp. NVIDIA targets need a CUDA toolkit (ptxas, nvlink).\n",
+         and flang-22 configuration and rustomp-info, in {prefix}. Source {prefix}/{ENV_SH}\n \
+         to build with plain clang-22 -fopenmp or flang-22 -fopenmp. NVIDIA targets need a\n \
+         CUDA toolkit (ptxas, nvlink).\n",
         prefix = prefix.display()
     );
     util::write(&stage.join("DEBIAN/control"), control)?;
@@ -529,10 +595,31 @@ mod tests {
     }
 
     #[test]
+    fn flang_config_starts_with_fopenmp_and_wires_every_triple() {
+        let cfg = flang_config_text(Path::new("/p"));
+        let lines: Vec<&str> = cfg.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(lines[0], "-fopenmp");
+        for want in [
+            "-nogpulib",
+            "-Xoffload-linker-x86_64-pc-linux-gnu -L/p/lib/x86_64-pc-linux-gnu",
+            "-Xoffload-linker-x86_64-pc-linux-gnu -lompdevice",
+            "-Xoffload-linker-nvptx64-nvidia-cuda -L/p/lib/nvptx64-nvidia-cuda",
+            "-Xoffload-linker-nvptx64-nvidia-cuda -lompdevice",
+            "-Xoffload-linker-amdgcn-amd-amdhsa -L/p/lib/amdgcn-amd-amdhsa",
+            "-Xoffload-linker-amdgcn-amd-amdhsa -lompdevice",
+            "-Wl,-rpath,/p/lib",
+        ] {
+            assert!(lines.contains(&want), "{want} missing from\n{cfg}");
+        }
+        assert!(!lines.iter().any(|l| l.contains("--cuda-path") || l.contains("-Xopenmp-target")), "flang-22 rejects both:\n{cfg}");
+    }
+
+    #[test]
     fn env_sets_path_and_the_override_once() {
-        let env = env_text(Path::new("/p"));
+        let env = env_text(Path::new("/p"), false);
         assert!(env.contains("RUSTOMP_PREFIX='/p'"));
         assert!(env.contains("_rustomp_edit='s/^-fopenmp(=libomp)?$/--config=/p/etc/rustomp/clang.cfg/'"));
+        assert!(env.contains("_rustomp_edit='s/^-fopenmp(=libomp)?$/--config=/p/etc/rustomp/flang.cfg/'"));
         if util::which("sh").is_none() {
             return;
         }
@@ -540,14 +627,24 @@ mod tests {
         let dir = temp("env");
         util::write(&dir.join("env.sh"), &env).unwrap();
         let out = Cmd::new("sh")
-            .args(["-c", &format!(". {0}/env.sh; . {0}/env.sh; printf '%s\\n%s\\n' \"$PATH\" \"$CCC_OVERRIDE_OPTIONS\"", dir.display())])
+            .args(["-c", &format!(". {0}/env.sh; . {0}/env.sh; printf '%s\\n%s\\n%s\\n' \"$PATH\" \"$CCC_OVERRIDE_OPTIONS\" \"$FCC_OVERRIDE_OPTIONS\"", dir.display())])
             .env("PATH", "/usr/bin:/bin")
             .env("CCC_OVERRIDE_OPTIONS", "# x-Werror")
+            .env_remove("FCC_OVERRIDE_OPTIONS")
             .output()
             .unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "/p/bin:/usr/bin:/bin");
-        assert_eq!(lines[1], format!("# {} x-Werror", override_edit(Path::new("/p"))));
+        assert_eq!(lines[1], format!("# {} x-Werror", override_edit(Path::new("/p"), CONFIG)));
+        assert_eq!(lines[2], format!("# {}", override_edit(Path::new("/p"), FLANG_CONFIG)));
+        // With CUDA's tools, their bin directory goes on PATH too (for flang's ptxas), once.
+        util::write(&dir.join("env.sh"), env_text(Path::new("/p"), true)).unwrap();
+        let out = Cmd::new("sh")
+            .args(["-c", &format!(". {0}/env.sh; . {0}/env.sh; printf '%s\\n' \"$PATH\"", dir.display())])
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap();
+        assert_eq!(out.trim(), "/p/cuda/bin:/p/bin:/usr/bin:/bin");
         fs::remove_dir_all(&dir).unwrap();
     }
 

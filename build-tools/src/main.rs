@@ -7,8 +7,10 @@ mod corrupt;
 mod demo;
 mod devicecode;
 mod devicertl;
+mod fc;
 mod fuzz;
 mod host;
+mod host_devicertl;
 mod install;
 mod modules;
 mod sanitize;
@@ -26,9 +28,13 @@ Commands:
                       in target/tools, rustup components, the nightly toolchain for fuzz); only
                       what is missing
   devicertl [--force] build the device runtime bitcode (nvptx64, amdgcn) into dist/lib
-  host                build the host library and install dist/lib/libomptarget.so.22.1
+  host                build the host library and install dist/lib/libomptarget.so.22.1, and the
+                      x86_64 device runtime of flang's host-offload images
+                      (dist/lib/x86_64-pc-linux-gnu/libompdevice.a)
   cc [clang args]     clang-22 with the rustomp runtime wired in (also: c++ for clang++-22);
                       --runtime=llvm builds against LLVM's libomptarget instead
+  fc [flang args]     flang-22 likewise (Fortran; x86_64 host offload through host-devicertl);
+                      names the device symbols a failed device link could not resolve
   demo [--no-setup]   setup, build, compile examples/saxpy.c and run it offloaded
   clippy              clippy -D warnings: the host workspace (all targets) and devicertl for
                       nvptx64 and amdgcn as the device build compiles it, and cargo fmt --check;
@@ -118,6 +124,7 @@ fn dispatch(args: &[String]) -> Result<i32> {
         }
         "cc" => return cc::run(false, rest),
         "c++" | "cxx" => return cc::run(true, rest),
+        "fc" | "fortran" => return fc::run(rest),
         "demo" => {
             let f = flags(cmd, rest, &["--no-setup"])?;
             demo::run(!f[0])?;

@@ -1,7 +1,7 @@
 //! `cargo xtask setup`: installs what the build needs, and only what is missing.
 //!
-//! - Debian packages for clang-22 / LLVM 22 / libomp 22 / liboffload 22, and the HSA runtime
-//!   (a run-time test dependency of the AMDGPU plugin);
+//! - Debian packages for clang-22 / flang-22 / LLVM 22 / libomp 22 / liboffload 22, and the HSA
+//!   runtime (a run-time test dependency of the AMDGPU plugin);
 //! - CUDA's `ptxas` and `nvlink` (pip package `nvidia-cuda-nvcc`, CUDA 13) in `target/tools/`;
 //! - rustup components for building the device runtime with `-Zbuild-std=core`, and clippy
 //!   (`cargo xtask clippy`, the first step of `cargo xtask test`);
@@ -11,8 +11,10 @@ use crate::bail;
 use crate::util::{self, at, Cmd, Context, Result};
 use std::path::{Path, PathBuf};
 
-pub const DEB_PACKAGES: [&str; 7] = [
+pub const DEB_PACKAGES: [&str; 8] = [
     "clang-22",
+    // The Fortran corpus (tests/programs/*.f90) and `cargo xtask fc`.
+    "flang-22",
     "lld-22",
     "llvm-22",
     "llvm-22-dev",
@@ -105,6 +107,7 @@ fn debian(report: &mut Report) -> Result<()> {
         let tools = [
             "clang-22",
             "clang++-22",
+            "flang-22",
             "llvm-link-22",
             "llvm-nm-22",
             "ld.lld-22",
@@ -116,7 +119,7 @@ fn debian(report: &mut Report) -> Result<()> {
             return Ok(());
         }
         bail!(
-            "no dpkg-query (not a Debian system) and {:?} are not on PATH: install LLVM 22 (clang, lld, llvm, libomp, liboffload) yourself",
+            "no dpkg-query (not a Debian system) and {:?} are not on PATH: install LLVM 22 (clang, flang, lld, llvm, libomp, liboffload) yourself",
             missing
         );
     }

@@ -7,7 +7,8 @@
 //! 4. the device-symbol check: every function and external global that clang-22's device code for
 //!    the ABI probes (`shared/abi-probes`) needs must be defined by our nvptx bitcode; then each
 //!    probe is linked in full for sm_90 and gfx90a; then the device link checks
-//!    (`test/device_link.rs`: several translation units, one runtime state per image);
+//!    (`test/device_link.rs`: several translation units, one runtime state per image) and
+//!    Fortran's runtime calls in target regions (`test/fortran.rs`);
 //! 5. the program corpus (`tests/programs`), offloaded to the host plugin, against our library and
 //!    LLVM's. The last line is `N passed, N failed` for ours.
 //!
@@ -46,6 +47,7 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 mod device_api;
 mod device_link;
 mod external;
+mod fortran;
 mod gpu;
 
 pub fn run(o: Options) -> Result<i32> {
@@ -102,6 +104,12 @@ pub fn run(o: Options) -> Result<i32> {
     if let Err(e) = devicertl::team_shared_bytes().and_then(device_link::run) {
         println!("device links: {e}");
         failed_steps.push("device link checks".to_string());
+    }
+    // Fortran: flang's runtime calls in a target region run on the CPU plugin, are refused
+    // by name for GPUs.
+    if let Err(e) = fortran::run() {
+        println!("fortran: {e}");
+        failed_steps.push("Fortran device-runtime checks".to_string());
     }
 
     let mut code = 0;
@@ -176,10 +184,11 @@ fn probe_dir() -> Option<PathBuf> {
     .find(|d| d.is_dir())
 }
 
-/// `*.c` and `*.cpp` in `dir`, sorted.
+/// `*.c`, `*.cpp` and `*.f90` in `dir`, sorted.
 fn sources(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = util::files_matching(dir, "", ".c");
     v.extend(util::files_matching(dir, "", ".cpp"));
+    v.extend(util::files_matching(dir, "", ".f90"));
     v.sort();
     v
 }
@@ -203,13 +212,38 @@ fn compile(
     args: &[String],
     log: &Path,
 ) -> std::result::Result<(), String> {
-    let mut cmd = cc::command(cxx, runtime, args);
+    run_compile(cc::command(cxx, runtime, args), false, log)
+}
+
+/// `compile` for a program of the corpus: Fortran with `cargo xtask fc`'s flang-22 command,
+/// whose log ends with what a failed device link could not resolve; C and C++ as above.
+/// flang writes the `.mod` files of a program's modules to the working directory unless told
+/// otherwise: each compile gets its own directory beside its log (the same program is built
+/// for both runtimes at once).
+fn compile_source(src: &Path, runtime: Runtime, args: &[String], log: &Path) -> std::result::Result<(), String> {
+    if crate::fc::is_fortran(src) {
+        let modules = log.with_extension("modules");
+        util::mkdirs(&modules).map_err(|e| e.to_string())?;
+        let mut args = args.to_vec();
+        args.extend(["-module-dir".to_string(), modules.display().to_string()]);
+        run_compile(crate::fc::command(runtime, &args), true, log)
+    } else {
+        compile(is_cxx(src), runtime, args, log)
+    }
+}
+
+fn run_compile(mut cmd: Cmd, fortran: bool, log: &Path) -> std::result::Result<(), String> {
     let line = cmd.display();
     match cmd.output_raw() {
         Ok(out) => {
             let mut text = format!("$ {line}\n");
             text.push_str(&String::from_utf8_lossy(&out.stdout));
             text.push_str(&String::from_utf8_lossy(&out.stderr));
+            if !out.status.success() && fortran {
+                for refusal in crate::fc::refusal(&crate::fc::undefined_device_symbols(&text)) {
+                    text.push_str(&format!("rustomp: {refusal}\n"));
+                }
+            }
             let _ = util::write(log, &text);
             if out.status.success() {
                 Ok(())
@@ -565,7 +599,8 @@ impl Header {
 fn parse_header(text: &str) -> Header {
     let mut h = Header::default();
     for line in text.lines() {
-        let Some(comment) = line.trim().strip_prefix("//") else {
+        // `// ...` in C and C++, `! ...` in Fortran.
+        let Some(comment) = line.trim().strip_prefix("//").or_else(|| line.trim().strip_prefix('!')) else {
             continue;
         };
         let comment = comment.trim();
@@ -770,12 +805,7 @@ fn corpus(suite: &Suite) -> Result<Summary> {
             exe.display().to_string(),
             "-lm".to_string(),
         ]);
-        compile(
-            is_cxx(&p.src),
-            rt,
-            &args,
-            &exe.with_extension("compile.log"),
-        )
+        compile_source(&p.src, rt, &args, &exe.with_extension("compile.log"))
     });
 
     // Run them one at a time.
@@ -930,6 +960,15 @@ mod tests {
             ]
         );
         assert_eq!(parse_header("int x; // nothing\n"), Header::default());
+    }
+
+    #[test]
+    fn fortran_header_lines_are_comments_too() {
+        let h = parse_header("! EXPECT: fail\n! CFLAGS: -fopenmp-version=52\n! LLVM-REF: fails (why)\nprogram p\n  !$omp target\n  !$omp end target\nend program\n");
+        assert!(h.expect_fail);
+        assert_eq!(h.cflags, vec!["-fopenmp-version=52".to_string()]);
+        assert_eq!(h.llvm_ref_fails.as_deref(), Some("fails (why)"));
+        assert!(sources(&at("tests/programs")).iter().any(|p| crate::fc::is_fortran(p)), "the corpus lists .f90 programs");
     }
 
     #[test]

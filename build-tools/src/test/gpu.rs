@@ -14,7 +14,7 @@
 //!    `/dev/kfd`) it prints one skip line and exits 0.
 
 use super::{
-    compile, is_cxx, known_failures, link_undefined, parse_header, sources, stem, Header, Scope, JOBS,
+    compile_source, known_failures, link_undefined, parse_header, sources, stem, Header, Scope, JOBS,
 };
 use crate::cc::{Runtime, LLVM_LIB};
 use crate::devicertl::{self, dist_lib};
@@ -574,7 +574,7 @@ fn compile_one(src: &Path, bin: &Path, logs: &Path, runtime: u64) -> Compiled {
         return Compiled { name, failure: None };
     }
     let _ = std::fs::remove_file(&key_file);
-    let failure = compile(is_cxx(src), Runtime::Ours, &args, &log)
+    let failure = compile_source(src, Runtime::Ours, &args, &log)
         .err()
         .map(|_| {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
