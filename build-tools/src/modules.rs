@@ -25,6 +25,7 @@ const CRATES: &[&str] = &[
     "host-plugins/info/src",
     "build-tools/src",
     "tests/fake-cuda/src",
+    "host-devicertl/src",
 ];
 
 pub fn run(args: &[String]) -> Result<i32> {
