@@ -41,7 +41,10 @@ pub fn run(args: &[String]) -> Result<i32> {
         if verbose {
             println!("{dir}:");
             for (module, uses) in &graph.edges {
-                let uses: Vec<&str> = uses.iter().map(String::as_str).collect();
+                let uses: Vec<String> = uses
+                    .iter()
+                    .map(|u| format!("{u} ({})", graph.because.get(&(module.clone(), u.clone())).map_or("", String::as_str)))
+                    .collect();
                 println!("  {module} -> {}", uses.join(", "));
             }
         }
@@ -67,6 +70,8 @@ pub struct Graph {
     modules: BTreeMap<String, PathBuf>,
     /// Module -> the modules it uses.
     edges: BTreeMap<String, BTreeSet<String>>,
+    /// (module, used module) -> the first path that makes the edge, for `--graph`.
+    because: BTreeMap<(String, String), String>,
 }
 
 fn module_of(src: &Path, file: &Path) -> String {
@@ -222,22 +227,25 @@ impl Graph {
             }
         }
         let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut because = BTreeMap::new();
         for (module, text) in &texts {
-            let used: BTreeSet<String> = text
+            let mut used = BTreeSet::new();
+            let lines = text
                 .lines()
-                .filter(|l| !l.trim_start().starts_with("pub use ") && !l.trim_start().starts_with("pub(crate) use "))
-                .flat_map(paths)
-                .filter_map(|path| {
-                    let target = resolve(module, &path, &modules)?;
-                    // A name the target re-exports is the defining module's.
-                    let last = path.last()?;
-                    Some(reexports.get(&(target.clone(), last.clone())).cloned().unwrap_or(target))
-                })
-                .filter(|target| target != *module)
-                .collect();
+                .filter(|l| !l.trim_start().starts_with("pub use ") && !l.trim_start().starts_with("pub(crate) use "));
+            for path in lines.flat_map(paths) {
+                let Some(target) = resolve(module, &path, &modules) else { continue };
+                // A name the target re-exports is the defining module's.
+                let last = path.last().cloned().unwrap_or_default();
+                let target = reexports.get(&(target.clone(), last)).cloned().unwrap_or(target);
+                if target != **module {
+                    because.entry(((*module).clone(), target.clone())).or_insert_with(|| path.join("::"));
+                    used.insert(target);
+                }
+            }
             edges.insert((*module).clone(), used);
         }
-        Ok(Graph { modules, edges })
+        Ok(Graph { modules, edges, because })
     }
 
     /// The strongly connected components of more than one module, each sorted.
@@ -321,7 +329,10 @@ fn resolve(from: &str, path: &[String], modules: &BTreeMap<String, PathBuf>) -> 
         // A child module named without a prefix (crate roots and `mod.rs` files).
         _ => (here.iter().map(|s| s.to_string()).collect(), path),
     };
-    let mut best = None;
+    // The module the prefix names (the crate root for an empty one), then the longest run of
+    // the path's segments that are modules inside it.
+    let start = if base.is_empty() { "crate".to_string() } else { base.join("::") };
+    let mut best = modules.contains_key(&start).then_some(start);
     for segment in rest {
         base.push(segment.clone());
         let name = base.join("::");
@@ -331,17 +342,15 @@ fn resolve(from: &str, path: &[String], modules: &BTreeMap<String, PathBuf>) -> 
             break;
         }
     }
-    best.or_else(|| {
-        // `crate::x`, `super::x` where x is an item of that module itself.
-        let name = if base.len() > rest.len() {
-            base[..base.len() - rest.len()].join("::")
-        } else {
-            String::new()
-        };
-        let name = if name.is_empty() { "crate".to_string() } else { name };
-        (path.first().is_some_and(|p| matches!(p.as_str(), "crate" | "super" | "self")) && modules.contains_key(&name))
-            .then_some(name)
-    })
+    // A bare name (`child::item`) counts only when it starts with a module: other paths
+    // (`std::...`, `core::...`, an enum's variants) are not this crate's modules.
+    let prefixed = path.first().is_some_and(|p| matches!(p.as_str(), "crate" | "super" | "self"));
+    if prefixed {
+        best
+    } else {
+        let first = if here.is_empty() { path[0].clone() } else { format!("{}::{}", here.join("::"), path[0]) };
+        modules.contains_key(&first).then_some(best).flatten()
+    }
 }
 
 #[cfg(test)]
