@@ -1,7 +1,8 @@
 //! `cargo xtask cc` / `cargo xtask c++`: clang-22 with our runtime wired in.
 //!
-//! Device side: the nvptx runtime bitcode (`--libomptarget-nvptx-bc-path`), and for the device
-//! link each triple's own `libompdevice.a` directory. Host side: `-L`/rpath to `dist/lib` so the
+//! Device side: the nvptx runtime bitcode (`--libomptarget-nvptx-bc-path`), for the device
+//! link each triple's own `libompdevice.a` directory, and the pass plugin that translates calls
+//! through host function pointers (`pass::clang_flags`). Host side: `-L`/rpath to `dist/lib` so the
 //! program loads our `libomptarget.so.22.1`, and LLVM 22's directory for `libomp.so.5`.
 //! `--runtime=llvm` builds against LLVM's reference libomptarget instead.
 
@@ -65,6 +66,9 @@ pub fn device_flags(lib: &Path, cuda: Option<&Path>) -> Vec<String> {
         flags.push(format!("-Xoffload-linker-{}", t.triple));
         flags.push(format!("-L{}", lib.join(t.triple).display()));
     }
+    // Calls through host function pointers in device code (issue 25): the pass plugin for
+    // every device compile and the nvptx64 / amdgcn device LTO links.
+    flags.extend(crate::pass::clang_flags(&lib.join(crate::pass::PLUGIN)));
     flags
 }
 
@@ -126,6 +130,10 @@ pub fn command(cxx: bool, runtime: Runtime, user: &[String]) -> Cmd {
 /// `cargo xtask cc ARGS`: runs clang and returns its exit code.
 pub fn run(cxx: bool, args: &[String]) -> Result<i32> {
     let (runtime, user) = split_runtime(args)?;
+    let plugin = crate::pass::plugin_path();
+    if !plugin.is_file() {
+        bail!("{} is missing: `cargo xtask host` builds it", crate::util::show(&plugin));
+    }
     if runtime == Runtime::Llvm && !llvm_ref_dir().join("libomptarget.so").exists() {
         crate::host::link_llvm_reference();
     }

@@ -1,5 +1,6 @@
 //! `cargo xtask host`: builds the host library (`rustomp-front`, a cdylib named libomptarget.so)
-//! and installs it where programs built with `cargo xtask cc` find it.
+//! and installs it where programs built with `cargo xtask cc` find it; then the LLVM pass plugin
+//! those programs' device code is compiled with (`pass.rs`).
 
 use crate::bail;
 use crate::devicertl::dist_lib;
@@ -50,7 +51,7 @@ pub fn run() -> Result<()> {
     util::symlink(Path::new(SONAME), &lib.join("libomptarget.so"))?;
     println!("host: installed {}", util::show(&lib.join(SONAME)));
     link_llvm_reference();
-    Ok(())
+    crate::pass::run()
 }
 
 /// `target/llvm-ref/libomptarget.so` -> LLVM's library; a note (not an error) when it is absent.

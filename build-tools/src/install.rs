@@ -9,6 +9,7 @@
 //! P/lib/libomptarget.so.22.1, libomptarget.so -> libomptarget.so.22.1
 //! P/lib/libomptarget-{nvptx,amdgpu}.bc       the device runtime, per translation unit
 //! P/lib/<triple>/libompdevice.a              the device runtime, per device link
+//! P/lib/rustomp-indirect-calls.so            the LLVM pass plugin for device code (issue 25)
 //! P/cuda/{bin/ptxas,bin/nvlink,include/cuda.h,nvvm/libdevice/libdevice.10.bc}
 //!                                            what clang needs of CUDA (from `cargo xtask setup`)
 //! P/etc/rustomp/clang.cfg                    the clang-22 options `cargo xtask cc` passes
@@ -116,13 +117,15 @@ fn config_text(prefix: &Path, cuda: bool) -> String {
          # --config=<this file>, so the first line gives -fopenmp back).\n\
          -fopenmp\n\
          # Device runtime: the nvptx bitcode for every unit, each triple's libompdevice.a for the\n\
-         # device link{cuda_note}.\n",
+         # device link{cuda_note}; the pass plugin that makes calls through host function\n\
+         # pointers work in device code (device compiles; nvptx64 and amdgcn device LTO links).\n",
         prefix = prefix.display(),
         cuda_note = if cuda { ", CUDA's ptxas/nvlink/libdevice" } else { "" },
     );
     for flag in cc::device_flags(&lib, cuda.then_some(cuda_dir.as_path())) {
-        // `-Xoffload-linker-<triple>` takes the next argument: keep the pair on one line.
-        if flag.starts_with("-Xoffload-linker-") {
+        // `-Xoffload-linker-<triple>` and `-Xarch_device` take the next argument: keep the
+        // pair on one line.
+        if flag.starts_with("-Xoffload-linker-") || flag == "-Xarch_device" {
             text.push_str(&flag);
             text.push(' ');
         } else {
@@ -205,6 +208,7 @@ fn entries(prefix: &Path, with_cuda: bool) -> Result<Vec<Entry>> {
     };
     let mut v = vec![
         copy(&format!("lib/{}", host::SONAME), dist.join(host::SONAME))?,
+        copy(&format!("lib/{}", crate::pass::PLUGIN), dist.join(crate::pass::PLUGIN))?,
         Entry { rel: PathBuf::from("lib/libomptarget.so"), content: Content::Link(PathBuf::from(host::SONAME)) },
         copy("bin/rustomp-info", at("target/release/rustomp-info"))?,
     ];
@@ -520,6 +524,9 @@ mod tests {
             "-Xoffload-linker-nvptx64-nvidia-cuda -L/p/lib/nvptx64-nvidia-cuda",
             "-Xoffload-linker-amdgcn-amd-amdhsa -L/p/lib/amdgcn-amd-amdhsa",
             "-Xopenmp-target=amdgcn-amd-amdhsa -nogpulib",
+            "-Xarch_device -fpass-plugin=/p/lib/rustomp-indirect-calls.so",
+            "-Xoffload-linker-nvptx64-nvidia-cuda --plugin-opt=-load-pass-plugin=/p/lib/rustomp-indirect-calls.so",
+            "-Xoffload-linker-amdgcn-amd-amdhsa --load-pass-plugin=/p/lib/rustomp-indirect-calls.so",
             "-L/p/lib",
             "-Wl,-rpath,/p/lib",
         ] {

@@ -10,6 +10,7 @@ mod devicertl;
 mod fuzz;
 mod host;
 mod install;
+mod pass;
 mod sanitize;
 mod setup;
 mod test;
@@ -25,7 +26,8 @@ Commands:
                       in target/tools, rustup components, the nightly toolchain for fuzz); only
                       what is missing
   devicertl [--force] build the device runtime bitcode (nvptx64, amdgcn) into dist/lib
-  host                build the host library and install dist/lib/libomptarget.so.22.1
+  host                build the host library and install dist/lib/libomptarget.so.22.1, and the
+                      LLVM pass plugin dist/lib/rustomp-indirect-calls.so (compiler/)
   cc [clang args]     clang-22 with the rustomp runtime wired in (also: c++ for clang++-22);
                       --runtime=llvm builds against LLVM's libomptarget instead
   demo [--no-setup]   setup, build, compile examples/saxpy.c and run it offloaded
