@@ -16,6 +16,8 @@
 mod call;
 mod device_number;
 pub mod faults;
+mod got;
+mod indirect;
 
 use faults::Op;
 
@@ -26,7 +28,6 @@ use rustomp_plugin::{
     AllocKind, Device, ErrorKind, ImageInfo, LaunchConfig, LoadedImage, OffloadError, Plugin, Result, Symbol,
 };
 use std::ffi::CString;
-use std::sync::Mutex;
 
 /// The triple of images this plugin runs.
 pub const TRIPLE: &str = "x86_64-pc-linux-gnu";
@@ -167,7 +168,9 @@ pub struct HostImage {
     fd: libc::c_int,
     path: CString,
     device: usize,
-    indirect_table: Mutex<IndirectTable>,
+    /// This copy's `__kmpc_target_translate_fptr`, when its code calls through function
+    /// pointers (`indirect`).
+    indirect: Option<indirect::Binding>,
 }
 
 // SAFETY: the handle is only used with dlsym/dlclose, which are thread-safe.
@@ -214,13 +217,16 @@ impl HostImage {
             unsafe { libc::close(fd) };
             return Err(fail(why));
         }
-        let loaded = Self { handle, fd, path, device, indirect_table: Mutex::new(IndirectTable::default()) };
+        let mut loaded = Self { handle, fd, path, device, indirect: None };
         if let Some(answer) = device_number::answer_for(device) {
             // SAFETY: the image was just loaded and none of its code runs yet; the answer has
             // omp_get_device_num's signature.
-            unsafe { device_number::rebind(handle, c"omp_get_device_num", answer) }
+            unsafe { got::rebind(handle, c"omp_get_device_num", answer) }
                 .map_err(|why| fail(format!("binding omp_get_device_num to device {device}: {why}")))?;
         }
+        // SAFETY: as above.
+        loaded.indirect = unsafe { indirect::Binding::bind(handle) }
+            .map_err(|why| fail(format!("binding {} for device {device}: {why}", indirect::SYMBOL.to_string_lossy())))?;
         Ok(loaded)
     }
 }
@@ -286,8 +292,11 @@ impl LoadedImage for HostImage {
     }
 
     fn set_indirect_table(&self, table: &IndirectTable) -> Result<()> {
-        // Host code can call host function pointers directly; keep the table for inspection.
-        *self.indirect_table.lock().unwrap_or_else(|e| e.into_inner()) = table.clone();
+        // Code compiled without the pass calls host function pointers as they are (the host's
+        // versions); code compiled with it asks this copy's binding.
+        if let Some(binding) = &self.indirect {
+            binding.publish(table);
+        }
         Ok(())
     }
 }
