@@ -9,7 +9,7 @@ use llvm_sys::core::*;
 use llvm_sys::debuginfo::LLVMInstructionGetDebugLoc;
 use llvm_sys::ir_reader::LLVMParseIRInContext2;
 use llvm_sys::prelude::*;
-use llvm_sys::{LLVMAttributeFunctionIndex, LLVMIntPredicate, LLVMLinkage, LLVMOpcode};
+use llvm_sys::{LLVMAtomicOrdering, LLVMAttributeFunctionIndex, LLVMIntPredicate, LLVMLinkage, LLVMOpcode};
 use std::ffi::{c_char, CStr, CString};
 use std::marker::PhantomData;
 
@@ -248,6 +248,18 @@ impl<'m> Value<'m> {
         }
         // SAFETY: a live instruction.
         matches!(unsafe { LLVMGetInstructionOpcode(self.raw) }, LLVMOpcode::LLVMBitCast | LLVMOpcode::LLVMAddrSpaceCast)
+    }
+
+    /// An `inttoptr` instruction.
+    pub fn is_int_to_ptr(&self) -> bool {
+        // SAFETY: a live handle; the opcode is only read of an instruction.
+        !unsafe { LLVMIsACastInst(self.raw) }.is_null() && unsafe { LLVMGetInstructionOpcode(self.raw) } == LLVMOpcode::LLVMIntToPtr
+    }
+
+    /// An atomic `load` (any ordering).
+    pub fn is_atomic_load(&self) -> bool {
+        // SAFETY: a live handle; the ordering is only read of a load.
+        self.is_load() && unsafe { LLVMGetOrdering(self.raw) } != LLVMAtomicOrdering::LLVMAtomicOrderingNotAtomic
     }
 
     /// Any cast instruction (`inttoptr`, `ptrtoint`, `bitcast`, `addrspacecast`, ...).

@@ -138,6 +138,9 @@ pub fn run(module: &Module<'_>, phase: Phase, mode: Mode) -> Outcome {
         call.set_callee(translated);
         call.set_mark(mark);
     }
+    for &call in &sites.through_vtables {
+        call.set_mark(mark);
+    }
     outcome.calls = sites.calls.len();
     outcome.vtable_pointers = sites.vtable_pointers.len();
     outcome
@@ -202,9 +205,15 @@ fn is_runtime_global(name: &str) -> bool {
 
 /// A callee the runtime loaded from its own state: the parallel-region wrapper of the generic
 /// state machine, once `__kmpc_target_init` is inlined into a kernel. Device addresses only.
+/// On amdgcn the LTO link lowers team-shared memory before this pass runs, so the runtime's
+/// state is a field of an `llvm.amdgcn.*.lds` block there; the wrapper is recognized by how the
+/// runtime keeps it, an atomic integer (a program's own function pointers in team-shared
+/// memory, such as locals shared with a parallel region, are loaded as pointers).
 fn from_runtime_state(callee: Value<'_>) -> bool {
     let mut v = callee;
+    let mut from_integer = false;
     while v.is_cast() {
+        from_integer |= v.is_int_to_ptr();
         match v.operand(0) {
             Some(inner) => v = inner,
             None => return false,
@@ -220,7 +229,12 @@ fn from_runtime_state(callee: Value<'_>) -> bool {
             None => return false,
         }
     }
-    address.is_global_variable() && is_runtime_global(&address.name())
+    if !address.is_global_variable() {
+        return false;
+    }
+    let name = address.name();
+    let lds_block = name.starts_with("llvm.amdgcn.") && name.ends_with(".lds");
+    is_runtime_global(&name) || (lds_block && from_integer && v.is_atomic_load())
 }
 
 fn strip_pointer_casts(mut v: Value<'_>) -> Value<'_> {
@@ -280,6 +294,9 @@ enum Vptr {
 struct Sites<'m> {
     calls: Vec<Value<'m>>,
     vtable_pointers: Vec<Value<'m>>,
+    /// Virtual calls whose vtable pointer is translated: marked too, so that a later run (the
+    /// LTO link, after the optimizer inlined the translation) recognizes them.
+    through_vtables: Vec<Value<'m>>,
 }
 
 impl<'m> Sites<'m> {
@@ -298,7 +315,7 @@ impl<'m> Sites<'m> {
                 Vptr::No
             }
         };
-        let mut sites = Sites { calls: Vec::new(), vtable_pointers: Vec::new() };
+        let mut sites = Sites { calls: Vec::new(), vtable_pointers: Vec::new(), through_vtables: Vec::new() };
         let mut seen_vptrs = std::collections::HashSet::new();
         for function in module.functions() {
             if function.is_declaration() || is_runtime_function(&function.name()) {
@@ -332,6 +349,7 @@ impl<'m> Sites<'m> {
                             sites.vtable_pointers.push(base);
                         }
                         if kind == Vptr::Certain {
+                            sites.through_vtables.push(inst);
                             continue;
                         }
                     }

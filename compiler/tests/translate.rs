@@ -164,6 +164,11 @@ fn a_virtual_call_translates_the_vtable_pointer_only() {
     assert_eq!((o.calls, o.vtable_pointers), (0, 1), "{ir}");
     assert!(ir.contains("%1 = call ptr @__kmpc_target_translate_fptr(ptr %vtable)"), "{ir}");
     assert!(ir.contains("%slot = getelementptr inbounds ptr, ptr %1, i64 1"), "{ir}");
+    // Marked, the call and the load stay alone in a later run even with the lookup inlined.
+    assert!(ir.contains("%r = call i32 %fn(ptr %obj, i32 20), !rustomp.fptr.translated"), "{ir}");
+    let inlined = ir.replace("%1 = call ptr @__kmpc_target_translate_fptr(ptr %vtable)", "%1 = select i1 true, ptr %vtable, ptr null");
+    let (o, _) = run(&inlined, Phase::Link, Mode::Auto);
+    assert!(!o.changed(), "{o:?}");
 }
 
 #[test]
@@ -207,6 +212,23 @@ define void @kernel() {
 "#;
     let (o, ir) = compile(&format!("{NVPTX}{DEVICE_WITH_ENTRY}{runtime}"));
     assert_eq!((o.action, o.calls), (Action::Translated, 0), "{ir}");
+    // amdgcn's LTO link lowers team-shared memory first: the runtime's state is a field of an
+    // LDS block, its work function an atomic integer; a program's pointer in it is translated.
+    let lds = r#"
+@llvm.amdgcn.module.lds = internal addrspace(3) global { [16 x i8], ptr } poison
+define void @kernel() {
+  %w = load atomic i64, ptr addrspace(3) getelementptr (i8, ptr addrspace(3) @llvm.amdgcn.module.lds, i64 8) acquire, align 8
+  %wrapper = inttoptr i64 %w to ptr
+  call void %wrapper(i16 0, i32 0)
+  %shared = load ptr, ptr addrspace(3) getelementptr (i8, ptr addrspace(3) @llvm.amdgcn.module.lds, i64 16), align 8
+  call void %shared()
+  ret void
+}
+"#;
+    let amdgcn = "target triple = \"amdgcn-amd-amdhsa\"\n";
+    let (o, ir) = compile(&format!("{amdgcn}{DEVICE_WITH_ENTRY}{lds}"));
+    assert_eq!(o.calls, 1, "{ir}");
+    assert!(ir.contains("call ptr @__kmpc_target_translate_fptr(ptr %shared)"), "{ir}");
 }
 
 #[test]
