@@ -117,21 +117,29 @@ fn config_text(prefix: &Path, cuda: bool) -> String {
          # --config=<this file>, so the first line gives -fopenmp back).\n\
          -fopenmp\n\
          # Device runtime: the nvptx bitcode for every unit, each triple's libompdevice.a for the\n\
-         # device link{cuda_note}; the pass plugin that makes calls through host function\n\
-         # pointers work in device code (device compiles; nvptx64 and amdgcn device LTO links).\n",
+         # device link{cuda_note}.\n",
         prefix = prefix.display(),
         cuda_note = if cuda { ", CUDA's ptxas/nvlink/libdevice" } else { "" },
     );
     for flag in cc::device_flags(&lib, cuda.then_some(cuda_dir.as_path())) {
-        // `-Xoffload-linker-<triple>` and `-Xarch_device` take the next argument: keep the
-        // pair on one line.
-        if flag.starts_with("-Xoffload-linker-") || flag == "-Xarch_device" {
+        // `-Xoffload-linker-<triple>` takes the next argument: keep the pair on one line.
+        if flag.starts_with("-Xoffload-linker-") {
             text.push_str(&flag);
             text.push(' ');
         } else {
             text.push_str(&flag);
             text.push('\n');
         }
+    }
+    text.push_str(
+        "# Calls through host function pointers in device code: the pass plugin, for every device\n\
+         # compile job (-Xarch_device) and the nvptx64 / amdgcn device LTO links (their linkers'\n\
+         # own options, through the linker wrapper).\n",
+    );
+    let plugin = crate::pass::clang_flags(&lib.join(crate::pass::PLUGIN));
+    for pair in plugin.chunks(2) {
+        text.push_str(&pair.join(" "));
+        text.push('\n');
     }
     text.push_str("# AMD GPUs: no ROCm device libraries (the runtime is libompdevice.a); amdgcn only, so an\n# nvptx build keeps its bitcode.\n");
     text.push_str(&cc::AMDGCN_NOGPULIB.join(" "));
