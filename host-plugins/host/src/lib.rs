@@ -4,7 +4,9 @@
 //! `dlopen`), kernels and globals are found with `dlsym`, and a kernel is called with the launch
 //! environment followed by one 64-bit value per argument, the layout clang-22 emits for host
 //! offload. "Device" memory comes from the host heap but is distinct from the user's copy, so
-//! mapping mistakes show up exactly as on a GPU.
+//! mapping mistakes show up exactly as on a GPU. Each loaded copy of an image answers
+//! `omp_get_device_num` with its device and translates function pointers with its own table
+//! (`indirect`: calls through host function pointers reach the copy's version of the function).
 //!
 //! Tests of the runtime's error paths: `RUSTOMP_HOST_FAULTS=OP:N,...` makes the `N`th
 //! allocation (`alloc`), host-to-device copy (`to`), device-to-host copy (`from`), copy within a
