@@ -193,6 +193,12 @@ impl<'m> Value<'m> {
         Type { raw: unsafe { LLVMTypeOf(self.raw) }, _module: PhantomData }
     }
 
+    /// Whether a function has the string attribute `key` (any value).
+    pub fn has_string_attribute(&self, key: &str) -> bool {
+        // SAFETY: a live function; `key` is `key.len()` bytes.
+        !unsafe { LLVMGetStringAttributeAtIndex(self.raw, LLVMAttributeFunctionIndex, key.as_ptr().cast(), key.len() as u32) }.is_null()
+    }
+
     /// A global (function or variable) without a body or initializer.
     pub fn is_declaration(&self) -> bool {
         // SAFETY: a live handle to a global (the caller's business; LLVM checks in debug builds).

@@ -190,9 +190,19 @@ fn is_gpu(module: &Module<'_>) -> bool {
     triple.starts_with("nvptx") || triple.starts_with("amdgcn")
 }
 
+/// The string attribute our device runtime's build (`cargo xtask devicertl`) gives every
+/// function it defines.
+pub const RUNTIME_MARK: &str = "rustomp-runtime";
+
 /// Functions of the device runtime: their indirect calls go to what the compiler passes them
-/// (outlined parallel regions, reduction and copy callbacks), device addresses by construction.
-/// Rust's v0 symbols (`_R` and a capital) and the runtime's C entry points.
+/// (outlined parallel regions, reduction and copy callbacks, the runtime's own Rust trait
+/// objects), device addresses by construction. Marked by the runtime's build
+/// ([`RUNTIME_MARK`]), else known by name: Rust's v0 symbols (`_R` and a capital) and the
+/// runtime's C entry points.
+fn is_runtime(function: Value<'_>) -> bool {
+    function.has_string_attribute(RUNTIME_MARK) || is_runtime_function(&function.name())
+}
+
 fn is_runtime_function(name: &str) -> bool {
     let rust = name.strip_prefix("_R").and_then(|rest| rest.chars().next()).is_some_and(|c| c.is_ascii_uppercase());
     rust || ["__kmpc_", "__llvm_omp_", "__rustomp", "omp_", "ompx_"].iter().any(|p| name.starts_with(p))
@@ -318,7 +328,7 @@ impl<'m> Sites<'m> {
         let mut sites = Sites { calls: Vec::new(), vtable_pointers: Vec::new(), through_vtables: Vec::new() };
         let mut seen_vptrs = std::collections::HashSet::new();
         for function in module.functions() {
-            if function.is_declaration() || is_runtime_function(&function.name()) {
+            if function.is_declaration() || is_runtime(function) {
                 continue;
             }
             for inst in function.instructions() {

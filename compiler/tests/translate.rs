@@ -203,6 +203,11 @@ define void @__kmpc_parallel_60(ptr %f) {
   call void %f()
   ret void
 }
+define i32 @printf(ptr %vtable) "rustomp-runtime" {
+  %write = load ptr, ptr %vtable, align 8
+  %r = call i32 %write(ptr %vtable)
+  ret i32 %r
+}
 define void @kernel() {
   %w = load atomic i64, ptr addrspace(3) getelementptr (i8, ptr addrspace(3) @__rustomp_team_shared, i64 8) acquire, align 8
   %wrapper = inttoptr i64 %w to ptr

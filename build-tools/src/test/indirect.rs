@@ -40,13 +40,20 @@ pub struct Summary {
     pub problems: Vec<String>,
 }
 
-/// A function of a textual module: its name and body lines.
+/// A function of a textual module: its name, whether our runtime's build marked it, its body.
 struct Function<'a> {
     name: &'a str,
+    marked: bool,
     body: Vec<&'a str>,
 }
 
 fn functions(ir: &str) -> Vec<Function<'_>> {
+    // Attribute groups holding the runtime's mark (`cargo xtask devicertl` adds it).
+    let marked: Vec<&str> = ir
+        .lines()
+        .filter(|l| l.starts_with("attributes #") && l.contains("\"rustomp-runtime\""))
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
     let mut out = Vec::new();
     let mut current: Option<Function<'_>> = None;
     for line in ir.lines() {
@@ -56,7 +63,8 @@ fn functions(ir: &str) -> Vec<Function<'_>> {
                 .map(|(_, rest)| rest.trim_start_matches('"'))
                 .and_then(|rest| rest.split(['(', '"']).next())
                 .unwrap_or("");
-            current = Some(Function { name, body: Vec::new() });
+            let marked = line.split_whitespace().any(|t| marked.contains(&t));
+            current = Some(Function { name, marked, body: Vec::new() });
         } else if line == "}" {
             out.extend(current.take());
         } else if let Some(f) = current.as_mut() {
@@ -66,7 +74,8 @@ fn functions(ir: &str) -> Vec<Function<'_>> {
     out
 }
 
-/// The device runtime's functions, as the pass leaves them (Rust v0 symbols, entry points).
+/// The device runtime's functions, as the pass leaves them: marked, or by name (Rust v0
+/// symbols, entry points).
 fn is_runtime(name: &str) -> bool {
     let rust = name.strip_prefix("_R").is_some_and(|r| r.starts_with(|c: char| c.is_ascii_uppercase()));
     rust || ["__kmpc_", "__llvm_omp_", "__rustomp", "omp_", "ompx_"].iter().any(|p| name.starts_with(p))
@@ -141,7 +150,7 @@ pub fn check(ir: &str) -> Summary {
                 }
             }
             let Some(callee) = indirect_callee(line) else { continue };
-            if is_runtime(f.name) {
+            if f.marked || is_runtime(f.name) {
                 s.runtime += 1;
                 continue;
             }
@@ -373,12 +382,17 @@ define internal void @_RNvNtCs1_9devicertl8parallel16invoke_microtask(ptr %f) {
   call void %f()
   ret void
 }
+define i32 @printf(ptr %f) #7 {
+  %r = call i32 %f()
+  ret i32 %r
+}
+attributes #7 = { nounwind "rustomp-runtime" }
 "#;
 
     #[test]
     fn translated_calls_pass_and_untranslated_ones_fail() {
         let s = check(IR);
-        assert_eq!((s.translated, s.translations, s.runtime), (2, 2, 2), "{s:?}");
+        assert_eq!((s.translated, s.translations, s.runtime), (2, 2, 3), "{s:?}");
         assert!(s.problems.is_empty(), "{s:?}");
         let bad = IR.replace("%r = call i32 %1(i32 1)", "%r = call i32 %fp(i32 1)");
         assert_eq!(check(&bad).problems.len(), 1);
