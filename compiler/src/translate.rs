@@ -359,7 +359,9 @@ impl<'m> Sites<'m> {
                             sites.vtable_pointers.push(base);
                         }
                         if kind == Vptr::Certain {
-                            sites.through_vtables.push(inst);
+                            if !translated {
+                                sites.through_vtables.push(inst);
+                            }
                             continue;
                         }
                     }
