@@ -12,7 +12,9 @@
 //!
 //! Group 5 (the device runtime's indirect-call lookup, host emulation build) has no LLVM
 //! counterpart: it compares `devicertl::indirect::translate` with the standard library's binary
-//! search over the same table. The GPU group runs only where an NVIDIA driver is installed;
+//! search over the same table, and measures calls through translated host pointers beside
+//! direct and untranslated pointer calls (what the pass plugin's rewrite costs per call); the
+//! GPU group has the same comparison in a kernel (`bench/gpu_indirect.c`). The GPU group runs only where an NVIDIA driver is installed;
 //! elsewhere its programs are compiled (to keep them building) and one line says it was skipped.
 //!
 //! `filter`: a group name (overhead, mapping, threads, nowait, indirect, gpu) runs that group;
@@ -111,7 +113,7 @@ const GROUPS: [Group; 6] = [
         id: "gpu",
         title: "6. GPU (NVIDIA sm_90; raw CUDA driver rows are the ceiling)",
         kind: Kind::Gpu,
-        programs: &["gpu.c", "gpu_reduce.c"],
+        programs: &["gpu.c", "gpu_reduce.c", "gpu_indirect.c"],
         also_with: &[],
     },
 ];

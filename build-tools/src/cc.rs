@@ -1,7 +1,8 @@
 //! `cargo xtask cc` / `cargo xtask c++`: clang-22 with our runtime wired in.
 //!
-//! Device side: the nvptx runtime bitcode (`--libomptarget-nvptx-bc-path`), and for the device
-//! link each triple's own `libompdevice.a` directory. Host side: `-L`/rpath to `dist/lib` so the
+//! Device side: the nvptx runtime bitcode (`--libomptarget-nvptx-bc-path`), for the device
+//! link each triple's own `libompdevice.a` directory, and the pass plugin that translates calls
+//! through host function pointers in device code (`pass::clang_flags`). Host side: `-L`/rpath to `dist/lib` so the
 //! program loads our `libomptarget.so.22.1`, and LLVM 22's directory for `libomp.so.5`.
 //! `--runtime=llvm` builds against LLVM's reference libomptarget instead.
 
@@ -86,6 +87,16 @@ pub fn host_flags(lib: &Path) -> Vec<String> {
 
 /// The clang-22 (or clang++-22) command for `user` arguments.
 pub fn command(cxx: bool, runtime: Runtime, user: &[String]) -> Cmd {
+    build(cxx, runtime, user, true)
+}
+
+/// As [`command`] with our runtime, but without the indirect-call pass plugin: what plain
+/// clang-22 makes of the device code (the tests compare the two).
+pub fn command_without_pass(cxx: bool, user: &[String]) -> Cmd {
+    build(cxx, Runtime::Ours, user, false)
+}
+
+fn build(cxx: bool, runtime: Runtime, user: &[String], pass: bool) -> Cmd {
     let mut cmd = Cmd::new(if cxx { "clang++-22" } else { "clang-22" });
     cmd.hint("clang-22 is needed: `cargo xtask setup`");
     // In a shell that sourced an installed env.sh, clang-22 would load that install's
@@ -108,6 +119,11 @@ pub fn command(cxx: bool, runtime: Runtime, user: &[String]) -> Cmd {
     // The device runtime is always ours (Debian ships no LLVM device runtime); only the host
     // library changes with --runtime.
     cmd.args(device_flags(&lib, cuda));
+    if pass {
+        // Calls through host function pointers in device code (issue 25): the pass plugin for
+        // every device compile and the nvptx64 / amdgcn device LTO links.
+        cmd.args(crate::pass::clang_flags(&lib.join(crate::pass::PLUGIN)));
+    }
     match runtime {
         Runtime::Ours => {
             cmd.args(host_flags(&lib));
@@ -126,6 +142,10 @@ pub fn command(cxx: bool, runtime: Runtime, user: &[String]) -> Cmd {
 /// `cargo xtask cc ARGS`: runs clang and returns its exit code.
 pub fn run(cxx: bool, args: &[String]) -> Result<i32> {
     let (runtime, user) = split_runtime(args)?;
+    let plugin = crate::pass::plugin_path();
+    if !plugin.is_file() {
+        bail!("{} is missing: `cargo xtask host` builds it", crate::util::show(&plugin));
+    }
     if runtime == Runtime::Llvm && !llvm_ref_dir().join("libomptarget.so").exists() {
         crate::host::link_llvm_reference();
     }
@@ -165,5 +185,7 @@ mod tests {
         assert_eq!(line.matches(" -fopenmp ").count(), 1);
         assert!(!line.contains("-nogpulib"));
         assert!(line.contains("-Xoffload-linker-nvptx64-nvidia-cuda"));
+        assert!(line.contains("-Xarch_device -fpass-plugin="), "{line}");
+        assert!(!command_without_pass(false, &s(&["a.c"])).display().contains("pass-plugin"));
     }
 }

@@ -18,7 +18,8 @@
 //! The globals the plugins look up by name are protected and in `@llvm.used` because
 //! `devicertl/ir/<arch>.ll` declares them so: `llvm-link` gives a definition the more
 //! restrictive visibility of the two and appends the `@llvm.used` lists. The build checks the
-//! result; it edits no IR but the CPU attributes.
+//! result; it edits no IR but the CPU attributes, and marks every function definition with the
+//! string attribute `"rustomp-runtime"` (which the indirect-call pass, `compiler/`, skips).
 
 use crate::bail;
 use crate::util::{self, at, Cmd, Context, Result};
@@ -229,6 +230,7 @@ fn build_one(t: &Target, shared_bytes: u64) -> Result<Built> {
     let text = util::read(&linked_ll)?;
     let text = remove_string_attr(&text, "target-cpu");
     let text = remove_string_attr(&text, "target-features");
+    let text = mark_runtime_functions(&text);
     util::write(&final_ll, &text)?;
     Cmd::new("llvm-as-22")
         .arg(&final_ll)
@@ -374,6 +376,33 @@ fn remove_string_attr(text: &str, key: &str) -> String {
         rest = &after[close + 1..];
     }
     out.push_str(rest);
+    out
+}
+
+/// The string attribute every function of the runtime carries: the indirect-call pass
+/// (`compiler/`) leaves the runtime's own calls through pointers alone (they go to what the
+/// compiler passed, device addresses), at any optimization level and after any link.
+const RUNTIME_MARK: &str = "rustomp-runtime";
+
+/// Adds [`RUNTIME_MARK`] to the attribute groups of the module's function definitions.
+fn mark_runtime_functions(text: &str) -> String {
+    let groups: BTreeSet<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("define "))
+        .flat_map(|l| l.split_whitespace().filter(|t| t.len() > 1 && t.starts_with('#') && t[1..].bytes().all(|b| b.is_ascii_digit())))
+        .collect();
+    let mut out = String::with_capacity(text.len() + groups.len() * 20);
+    for line in text.lines() {
+        let group = line.strip_prefix("attributes ").and_then(|r| r.split_whitespace().next());
+        match (group, line.strip_suffix(" }")) {
+            (Some(g), Some(body)) if groups.contains(g) => {
+                out.push_str(body);
+                out.push_str(&format!(" \"{RUNTIME_MARK}\" }}"));
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
     out
 }
 
@@ -555,6 +584,14 @@ fn lay_out(t: &Target, built: &Built) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn definitions_are_marked_as_the_runtime() {
+        let ll = "define void @f() #0 {\n  ret void\n}\ndeclare void @llvm.trap() #1\nattributes #0 = { nounwind }\nattributes #1 = { cold noreturn }\n";
+        let out = mark_runtime_functions(ll);
+        assert!(out.contains("attributes #0 = { nounwind \"rustomp-runtime\" }"), "{out}");
+        assert!(out.contains("attributes #1 = { cold noreturn }"), "{out}");
+    }
 
     #[test]
     fn team_shared_bytes_is_parsed() {

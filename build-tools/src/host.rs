@@ -1,6 +1,7 @@
 //! `cargo xtask host`: builds the host library (`rustomp-front`, a cdylib named libomptarget.so)
-//! and installs it where programs built with `cargo xtask cc` find it, then the x86_64 device
-//! runtime of flang's host-offload images (`host_devicertl`).
+//! and installs it where programs built with `cargo xtask cc` find it; then the x86_64 device
+//! runtime of flang's host-offload images (`host_devicertl`) and the LLVM pass plugin those
+//! programs' device code is compiled with (`pass.rs`).
 
 use crate::bail;
 use crate::devicertl::dist_lib;
@@ -51,7 +52,8 @@ pub fn run() -> Result<()> {
     util::symlink(Path::new(SONAME), &lib.join("libomptarget.so"))?;
     println!("host: installed {}", util::show(&lib.join(SONAME)));
     link_llvm_reference();
-    crate::host_devicertl::build()
+    crate::host_devicertl::build()?;
+    crate::pass::run()
 }
 
 /// `target/llvm-ref/libomptarget.so` -> LLVM's library; a note (not an error) when it is absent.

@@ -10,6 +10,7 @@
 //! P/lib/libomptarget-{nvptx,amdgpu}.bc       the device runtime, per translation unit
 //! P/lib/<triple>/libompdevice.a              the device runtime, per device link (nvptx64, amdgcn;
 //!                                            x86_64: flang's host-offload images, host-devicertl)
+//! P/lib/rustomp-indirect-calls.so            the LLVM pass plugin for device code (issue 25)
 //! P/cuda/{bin/ptxas,bin/nvlink,include/cuda.h,nvvm/libdevice/libdevice.10.bc}
 //!                                            what clang needs of CUDA (from `cargo xtask setup`)
 //! P/etc/rustomp/clang.cfg                    the clang-22 options `cargo xtask cc` passes
@@ -141,6 +142,16 @@ fn config_text(prefix: &Path, cuda: bool) -> String {
             text.push('\n');
         }
     }
+    text.push_str(
+        "# Calls through host function pointers in device code: the pass plugin, for every device\n\
+         # compile job (-Xarch_device) and the nvptx64 / amdgcn device LTO links (their linkers'\n\
+         # own options, through the linker wrapper).\n",
+    );
+    let plugin = crate::pass::clang_flags(&lib.join(crate::pass::PLUGIN));
+    for pair in plugin.chunks(2) {
+        text.push_str(&pair.join(" "));
+        text.push('\n');
+    }
     text.push_str("# AMD GPUs: no ROCm device libraries (the runtime is libompdevice.a); amdgcn only, so an\n# nvptx build keeps its bitcode.\n");
     text.push_str(&cc::AMDGCN_NOGPULIB.join(" "));
     text.push('\n');
@@ -268,6 +279,7 @@ fn entries(prefix: &Path, with_cuda: bool) -> Result<Vec<Entry>> {
     };
     let mut v = vec![
         copy(&format!("lib/{}", host::SONAME), dist.join(host::SONAME))?,
+        copy(&format!("lib/{}", crate::pass::PLUGIN), dist.join(crate::pass::PLUGIN))?,
         Entry { rel: PathBuf::from("lib/libomptarget.so"), content: Content::Link(PathBuf::from(host::SONAME)) },
         copy("bin/rustomp-info", at("target/release/rustomp-info"))?,
     ];
@@ -586,6 +598,9 @@ mod tests {
             "-Xoffload-linker-nvptx64-nvidia-cuda -L/p/lib/nvptx64-nvidia-cuda",
             "-Xoffload-linker-amdgcn-amd-amdhsa -L/p/lib/amdgcn-amd-amdhsa",
             "-Xopenmp-target=amdgcn-amd-amdhsa -nogpulib",
+            "-Xarch_device -fpass-plugin=/p/lib/rustomp-indirect-calls.so",
+            "-Xoffload-linker-nvptx64-nvidia-cuda --plugin-opt=-load-pass-plugin=/p/lib/rustomp-indirect-calls.so",
+            "-Xoffload-linker-amdgcn-amd-amdhsa --load-pass-plugin=/p/lib/rustomp-indirect-calls.so",
             "-L/p/lib",
             "-Wl,-rpath,/p/lib",
         ] {

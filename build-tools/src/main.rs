@@ -13,6 +13,7 @@ mod host;
 mod host_devicertl;
 mod install;
 mod modules;
+mod pass;
 mod sanitize;
 mod setup;
 mod test;
@@ -31,6 +32,7 @@ Commands:
   host                build the host library and install dist/lib/libomptarget.so.22.1, and the
                       x86_64 device runtime of flang's host-offload images
                       (dist/lib/x86_64-pc-linux-gnu/libompdevice.a)
+                      LLVM pass plugin dist/lib/rustomp-indirect-calls.so (compiler/)
   cc [clang args]     clang-22 with the rustomp runtime wired in (also: c++ for clang++-22);
                       --runtime=llvm builds against LLVM's libomptarget instead
   fc [flang args]     flang-22 likewise (Fortran; x86_64 host offload through host-devicertl);

@@ -17,6 +17,8 @@ pub const DEB_PACKAGES: [&str; 8] = [
     "flang-22",
     "lld-22",
     "llvm-22",
+    // llvm-config-22, LLVM's headers and libLLVM-22.so: the pass plugin (compiler/, built by
+    // `cargo xtask host`) is linked against them; clang++-22 (in clang-22) compiles its C++.
     "llvm-22-dev",
     "libomp-22-dev",
     "liboffload-22",

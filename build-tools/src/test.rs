@@ -7,8 +7,9 @@
 //! 4. the device-symbol check: every function and external global that clang-22's device code for
 //!    the ABI probes (`shared/abi-probes`) needs must be defined by our nvptx bitcode; then each
 //!    probe is linked in full for sm_90 and gfx90a; then the device link checks
-//!    (`test/device_link.rs`: several translation units, one runtime state per image) and
-//!    Fortran's runtime calls in target regions (`test/fortran.rs`);
+//!    (`test/device_link.rs`: several translation units, one runtime state per image),
+//!    Fortran's runtime calls in target regions (`test/fortran.rs`), and the indirect-call pass
+//!    on the device IR it emits (`test/indirect.rs`);
 //! 5. the program corpus (`tests/programs`), offloaded to the host plugin, against our library and
 //!    LLVM's. The last line is `N passed, N failed` for ours.
 //!
@@ -49,6 +50,7 @@ mod device_link;
 mod external;
 mod fortran;
 mod gpu;
+mod indirect;
 
 pub fn run(o: Options) -> Result<i32> {
     if o.gpu {
@@ -110,6 +112,11 @@ pub fn run(o: Options) -> Result<i32> {
     if let Err(e) = fortran::run() {
         println!("fortran: {e}");
         failed_steps.push("Fortran device-runtime checks".to_string());
+    }
+    // Calls through host function pointers in device code (the pass plugin, issue 25).
+    if let Err(e) = indirect::run() {
+        println!("indirect calls: {e}");
+        failed_steps.push("indirect-call checks".to_string());
     }
 
     let mut code = 0;

@@ -9,8 +9,21 @@
 //! indirect_bench std [quick]         the reference: `<[T]>::binary_search_by_key` over the same table
 //! ```
 //!
-//! Output: one `RESULT <name> <value> lookups/s` line per measurement, the median of several
-//! timed batches after a warm-up batch. `BENCH_FILTER=text` keeps the names containing `text`.
+//! Then calls, what the pass plugin (`compiler/`) makes of a call through a host function
+//! pointer, beside the calls it leaves alone:
+//!
+//! ```text
+//! call_direct              a direct call of an out-of-line function
+//! call_pointer             a call through a device function pointer, untranslated
+//! call_translated_<N>      translate a host pointer with a table of N entries, then call
+//! ```
+//!
+//! (the `std` column translates with the standard library's search; the other two rows are the
+//! same code in both columns).
+//!
+//! Output: one `RESULT <name> <value> lookups/s` (or `calls/s`) line per measurement, the median
+//! of several timed batches after a warm-up batch. `BENCH_FILTER=text` keeps the names
+//! containing `text`.
 
 use devicertl::indirect::translate;
 use rustomp_abi::FptrMapEntry;
@@ -81,6 +94,70 @@ fn pass(which: Impl, table: &[FptrMapEntry], keys: &[u64]) -> u64 {
     acc
 }
 
+type Callee = extern "C" fn(u64) -> u64;
+
+/// The "device functions" the calls reach: small, out of line, distinct.
+#[inline(never)]
+extern "C" fn add1(x: u64) -> u64 {
+    x.wrapping_add(1)
+}
+#[inline(never)]
+extern "C" fn mul3(x: u64) -> u64 {
+    x.wrapping_mul(3)
+}
+#[inline(never)]
+extern "C" fn xor5(x: u64) -> u64 {
+    x ^ 5
+}
+#[inline(never)]
+extern "C" fn rot7(x: u64) -> u64 {
+    x.rotate_left(7)
+}
+const CALLEES: [Callee; 4] = [add1, mul3, xor5, rot7];
+
+#[derive(Clone, Copy, PartialEq)]
+enum Call {
+    Direct,
+    Pointer,
+    Translated,
+}
+
+/// Makes one call per key, the way each kind of call site runs; returns a value depending on
+/// every result.
+fn calls(kind: Call, which: Impl, table: &[FptrMapEntry], keys: &[u64]) -> u64 {
+    let mut acc = 0u64;
+    for &k in keys {
+        let f: Callee = match kind {
+            Call::Direct => {
+                acc = add1(black_box(acc ^ k));
+                continue;
+            }
+            Call::Pointer => CALLEES[(k & 3) as usize],
+            Call::Translated => {
+                let device = match which {
+                    Impl::Translate => translate(black_box(table), k),
+                    Impl::Std => std_lookup(black_box(table), k),
+                };
+                // SAFETY: every key is a host address of the table, whose device addresses
+                // are the `CALLEES`' (checked before timing).
+                unsafe { std::mem::transmute::<usize, Callee>(device as usize) }
+            }
+        };
+        acc = black_box(f)(acc ^ k);
+    }
+    acc
+}
+
+/// A table of `len` entries whose device addresses are the `CALLEES`, and `count` present keys.
+fn call_table(len: usize, count: usize, rng: &mut Rng) -> (Vec<FptrMapEntry>, Vec<u64>) {
+    let mut table = table(len, rng);
+    for (i, e) in table.iter_mut().enumerate() {
+        e.device = CALLEES[i % 4] as usize as u64;
+    }
+    let keys = (0..count).map(|_| table[(rng.next() % len as u64) as usize].host).collect();
+    (table, keys)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
@@ -146,5 +223,32 @@ fn main() {
                 .collect();
             println!("RESULT {name} {:.6e} lookups/s", median(rates));
         }
+    }
+
+    let runs: [(String, Call, usize); 4] = [
+        ("call_direct".into(), Call::Direct, 16),
+        ("call_pointer".into(), Call::Pointer, 16),
+        ("call_translated_16".into(), Call::Translated, 16),
+        ("call_translated_1024".into(), Call::Translated, 1024),
+    ];
+    for (name, kind, len) in runs {
+        if !name.contains(&filter) {
+            continue;
+        }
+        let (table, keys) = call_table(len, lookups, &mut rng);
+        for &k in keys.iter().take(4096) {
+            let device = translate(&table, k);
+            assert!(CALLEES.iter().any(|&f| f as usize as u64 == device), "{name}: key {k:#x}");
+            assert_eq!(device, std_lookup(&table, k), "{name}: key {k:#x}");
+        }
+        black_box(calls(kind, which, &table, &keys)); // warm-up
+        let rates: Vec<f64> = (0..batches)
+            .map(|_| {
+                let t0 = Instant::now();
+                black_box(calls(kind, which, &table, &keys));
+                keys.len() as f64 / t0.elapsed().as_secs_f64()
+            })
+            .collect();
+        println!("RESULT {name} {:.6e} calls/s", median(rates));
     }
 }

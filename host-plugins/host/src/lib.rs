@@ -4,7 +4,9 @@
 //! `dlopen`), kernels and globals are found with `dlsym`, and a kernel is called with the launch
 //! environment followed by one 64-bit value per argument, the layout clang-22 emits for host
 //! offload. "Device" memory comes from the host heap but is distinct from the user's copy, so
-//! mapping mistakes show up exactly as on a GPU.
+//! mapping mistakes show up exactly as on a GPU. Each loaded copy of an image answers
+//! `omp_get_device_num` with its device and translates function pointers with its own table
+//! (`indirect`: calls through host function pointers reach the copy's version of the function).
 //!
 //! Tests of the runtime's error paths: `RUSTOMP_HOST_FAULTS=OP:N,...` makes the `N`th
 //! allocation (`alloc`), host-to-device copy (`to`), device-to-host copy (`from`), copy within a
@@ -16,6 +18,8 @@
 mod call;
 mod device_number;
 pub mod faults;
+mod got;
+mod indirect;
 
 use faults::Op;
 
@@ -28,7 +32,6 @@ use rustomp_plugin::{
     Plugin, Result,
 };
 use std::ffi::CString;
-use std::sync::Mutex;
 
 /// The triple of images this plugin runs.
 pub const TRIPLE: &str = "x86_64-pc-linux-gnu";
@@ -169,7 +172,9 @@ pub struct HostImage {
     fd: libc::c_int,
     path: CString,
     device: usize,
-    indirect_table: Mutex<IndirectTable>,
+    /// This copy's `__kmpc_target_translate_fptr`, when its code calls through function
+    /// pointers (`indirect`).
+    indirect: Option<indirect::Binding>,
 }
 
 // SAFETY: the handle is only used with dlsym/dlclose, which are thread-safe.
@@ -216,13 +221,16 @@ impl HostImage {
             unsafe { libc::close(fd) };
             return Err(fail(why));
         }
-        let loaded = Self { handle, fd, path, device, indirect_table: Mutex::new(IndirectTable::default()) };
+        let mut loaded = Self { handle, fd, path, device, indirect: None };
         if let Some(answer) = device_number::answer_for(device) {
             // SAFETY: the image was just loaded and none of its code runs yet; the answer has
             // omp_get_device_num's signature.
-            unsafe { device_number::rebind(handle, c"omp_get_device_num", answer) }
+            unsafe { got::rebind(handle, c"omp_get_device_num", answer) }
                 .map_err(|why| fail(format!("binding omp_get_device_num to device {device}: {why}")))?;
         }
+        // SAFETY: as above.
+        loaded.indirect = unsafe { indirect::Binding::bind(handle) }
+            .map_err(|why| fail(format!("binding {} for device {device}: {why}", indirect::SYMBOL.to_string_lossy())))?;
         Ok(loaded)
     }
 }
@@ -315,8 +323,11 @@ impl LoadedImage for HostImage {
     }
 
     fn set_indirect_table(&self, table: &IndirectTable) -> Result<()> {
-        // Host code can call host function pointers directly; keep the table for inspection.
-        *self.indirect_table.lock().unwrap_or_else(|e| e.into_inner()) = table.clone();
+        // Code compiled without the pass calls host function pointers as they are (the host's
+        // versions); code compiled with it asks this copy's binding.
+        if let Some(binding) = &self.indirect {
+            binding.publish(table);
+        }
         Ok(())
     }
 }

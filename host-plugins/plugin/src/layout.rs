@@ -78,6 +78,16 @@ impl IndirectTable {
         self.0.is_empty()
     }
 
+    /// The device address for `host`, or `host` itself when the table does not hold it (seed
+    /// 000's contract, the device runtime's answer). The CPU plugin answers host-offload images
+    /// with it.
+    pub fn translate(&self, host: u64) -> u64 {
+        match self.0.binary_search_by_key(&host, |e| e.host) {
+            Ok(i) => self.0[i].device,
+            Err(_) => host,
+        }
+    }
+
     /// The table as the device reads it: `{u64 host; u64 device}` per entry.
     pub fn bytes(&self) -> Vec<u8> {
         self.0.as_bytes().to_vec()
@@ -197,5 +207,9 @@ mod tests {
         assert_eq!(u64::from_le_bytes(b[8..16].try_into().unwrap()), 1);
         assert_eq!(u64::from_le_bytes(b[40..48].try_into().unwrap()), 3);
         assert!(IndirectTable::default().bytes().is_empty());
+        // Present keys give the device address; any other key comes back as it was.
+        assert_eq!([10, 20, 30].map(|h| sorted.translate(h)), [1, 2, 3]);
+        assert_eq!([0, 15, 31, u64::MAX].map(|h| sorted.translate(h)), [0, 15, 31, u64::MAX]);
+        assert_eq!(IndirectTable::default().translate(10), 10);
     }
 }
