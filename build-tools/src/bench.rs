@@ -21,10 +21,13 @@
 //! any other text runs the measurements whose name contains it (`BENCH_FILTER` for the programs).
 //! Nothing here asserts on timings: this is a report, not a test.
 
-use crate::cc::{self, Runtime, LLVM_LIB};
-use crate::devicertl::{self, dist_lib};
-use crate::host::{self, LLVM_LIBOMPTARGET};
-use crate::setup::cuda_dir;
+use crate::cc::{self, Runtime};
+use crate::paths::LLVM_LIB;
+use crate::devicertl;
+use crate::paths::dist_lib;
+use crate::host;
+use crate::paths::LLVM_LIBOMPTARGET;
+use crate::paths::cuda_dir;
 use crate::util::{self, at, Cmd, Result};
 use std::fs::File;
 use std::path::{Path, PathBuf};

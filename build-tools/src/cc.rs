@@ -6,14 +6,15 @@
 //! program loads our `libomptarget.so.22.1`, and LLVM 22's directory for `libomp.so.5`.
 //! `--runtime=llvm` builds against LLVM's reference libomptarget instead.
 
+use crate::paths::{LLVM_LIB};
 use crate::bail;
-use crate::devicertl::{self, dist_lib};
+use crate::devicertl;
+use crate::paths::dist_lib;
 use std::path::Path;
-use crate::host::llvm_ref_dir;
-use crate::setup::cuda_dir;
+use crate::paths::llvm_ref_dir;
+use crate::paths::cuda_dir;
 use crate::util::{self, Cmd, Result};
 
-pub const LLVM_LIB: &str = "/usr/lib/llvm-22/lib";
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Runtime {
@@ -101,7 +102,7 @@ fn build(cxx: bool, runtime: Runtime, user: &[String], pass: bool) -> Cmd {
     cmd.hint("clang-22 is needed: `cargo xtask setup`");
     // In a shell that sourced an installed env.sh, clang-22 would load that install's
     // configuration for -fopenmp (CCC_OVERRIDE_OPTIONS): this command wires dist/lib itself.
-    if std::env::var("CCC_OVERRIDE_OPTIONS").is_ok_and(|v| v.contains(crate::install::CONFIG)) {
+    if std::env::var("CCC_OVERRIDE_OPTIONS").is_ok_and(|v| v.contains(crate::paths::CONFIG)) {
         cmd.env_remove("CCC_OVERRIDE_OPTIONS");
     }
     if !user

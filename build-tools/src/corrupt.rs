@@ -8,7 +8,8 @@
 //! message; it must never die of a signal the runtime did not raise itself, nor hang.
 //! `cargo xtask test` runs a short version and fails on any crash or hang of ours.
 
-use crate::cc::{self, Runtime, LLVM_LIB};
+use crate::cc::{self, Runtime};
+use crate::paths::LLVM_LIB;
 use crate::util::{self, Context, Result};
 use object::{Object, ObjectSection};
 use std::collections::BTreeMap;

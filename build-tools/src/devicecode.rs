@@ -17,7 +17,6 @@
 //!   published with `st.release.sys` and waited for with `ld.acquire.sys` (a strong load, read
 //!   again on every iteration).
 use crate::bail;
-use crate::devicertl::Target;
 use crate::util::{self, Cmd, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -31,9 +30,9 @@ const SYNC_ROOTS: [&str; 3] = [
 const SHUFFLE_ROOTS: [&str; 2] = ["__kmpc_shuffle_int32", "__kmpc_shuffle_int64"];
 const HOST_CALL_ROOT: &str = "__llvm_omp_host_call";
 
-pub fn check(t: &Target, bc: &Path, work: &Path) -> Result<()> {
+pub fn check(triple: &str, bc: &Path, work: &Path) -> Result<()> {
     let hint = "LLVM 22 tools are needed: `cargo xtask setup`";
-    if t.triple.starts_with("nvptx") {
+    if triple.starts_with("nvptx") {
         // The runtime picks its barrier for a region that is not whole warps by the target
         // (`__nvvm_reflect("__CUDA_ARCH")`, folded by llc as by clang): both kinds are checked.
         let mut problems = Vec::new();
@@ -52,7 +51,7 @@ pub fn check(t: &Target, bc: &Path, work: &Path) -> Result<()> {
             let text = util::read(&ptx)?;
             problems.extend(check_ptx(&text, mbarrier).into_iter().map(|p| format!("{cpu}: {p}")));
         }
-        report(t, problems)
+        report(triple, problems)
     } else {
         // LDS is laid out per kernel, so the runtime is compiled with a kernel that calls it.
         let kernel = work.join("check-kernel.ll");
@@ -74,7 +73,7 @@ pub fn check(t: &Target, bc: &Path, work: &Path) -> Result<()> {
             .hint(hint)
             .output()?;
         let text = util::read(&asm)?;
-        report(t, check_gcn(&text))
+        report(triple, check_gcn(&text))
     }
 }
 
@@ -90,19 +89,19 @@ define amdgpu_kernel void @__rustomp_check_kernel() {
 }
 "#;
 
-fn report(t: &Target, problems: Vec<String>) -> Result<()> {
+fn report(triple: &str, problems: Vec<String>) -> Result<()> {
     if problems.is_empty() {
-        let what = if t.triple.starts_with("nvptx") {
+        let what = if triple.starts_with("nvptx") {
             "named barriers, mbarrier (sm_80+) or fenced counting barrier (sm_70) for other counts, non-aligned team barrier, shuffle masks not from activemask, host calls without RMW on host memory"
         } else {
             "s_barrier, memory waits before barrier arrivals"
         };
-        println!("{}: machine code checked: {what}", t.triple);
+        println!("{}: machine code checked: {what}", triple);
         return Ok(());
     }
     bail!(
         "{}: the runtime's machine code lost a GPU property:\n    {}",
-        t.triple,
+        triple,
         problems.join("\n    ")
     )
 }

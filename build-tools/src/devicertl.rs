@@ -21,6 +21,7 @@
 //! result; it edits no IR but the CPU attributes, and marks every function definition with the
 //! string attribute `"rustomp-runtime"` (which the indirect-call pass, `compiler/`, skips).
 
+use crate::paths::{dist_lib};
 use crate::bail;
 use crate::util::{self, at, Cmd, Context, Result};
 use std::collections::BTreeSet;
@@ -74,10 +75,6 @@ const PROTECTED_GLOBALS: [&str; 3] = [
     "__omp_offloading_fptr_map_p",
     "__omp_offloading_fptr_map_size",
 ];
-
-pub fn dist_lib() -> PathBuf {
-    at("dist/lib")
-}
 
 /// The name of the nvptx runtime bitcode clang links into every device compile.
 pub const NVPTX_BC: &str = "libomptarget-nvptx.bc";
@@ -244,18 +241,18 @@ fn build_one(t: &Target, shared_bytes: u64) -> Result<Built> {
 
     // 4. Check the symbols, the atomics and the machine code of the synchronization.
     check_symbols(t, &final_bc)?;
-    check_plugin_globals(&text, &PROTECTED_GLOBALS).map_err(|e| {
+    crate::deviceir::check_plugin_globals(&text, &PROTECTED_GLOBALS).map_err(|e| {
         util::Error(format!(
             "{}: {e} (declared in {})",
             t.triple,
             util::show(&ir_src)
         ))
     })?;
-    check_atomic_orderings(t, &text)?;
-    crate::devicecode::check(t, &final_bc, &work)?;
+    crate::deviceir::check_atomic_orderings(t.triple, &text)?;
+    crate::devicecode::check(t.triple, &final_bc, &work)?;
 
     // 5. The per-unit bitcode: the same code, the state only declared.
-    let state = state_globals(&text).map_err(|e| util::Error(format!("{}: {e}", t.triple)))?;
+    let state = crate::deviceir::state_globals(&text).map_err(|e| util::Error(format!("{}: {e}", t.triple)))?;
     let builtin_bc = work.join("builtin.bc");
     let mut extract = Cmd::new("llvm-extract-22");
     extract.arg("--delete").arg("--glob=llvm.used");
@@ -275,7 +272,7 @@ fn build_one(t: &Target, shared_bytes: u64) -> Result<Built> {
         .arg(&builtin_ll)
         .hint(hint)
         .run()?;
-    let left = state_globals(&util::read(&builtin_ll)?).unwrap_or_default();
+    let left = crate::deviceir::state_globals(&util::read(&builtin_ll)?).unwrap_or_default();
     if !left.is_empty() {
         bail!(
             "{}: the per-unit runtime bitcode still defines state {:?}: every translation unit would get its own copy",
@@ -300,68 +297,6 @@ struct Built {
     archive_member: PathBuf,
     /// `libomptarget-<arch>.bc`: code, state declared only.
     per_unit: PathBuf,
-}
-
-/// Mutable global definitions of a textual module (its runtime state), by name. An error when
-/// one is internal or private: it could not be shared between the copies of the code.
-fn state_globals(ll: &str) -> std::result::Result<Vec<String>, String> {
-    let mut state = Vec::new();
-    let mut private = Vec::new();
-    for global in ll.lines().filter_map(global_line) {
-        if global.name.starts_with("llvm.")
-            || global.is_constant()
-            || global.has("external")
-            || global.has("extern_weak")
-        {
-            continue;
-        }
-        if global.has("internal") || global.has("private") {
-            private.push(global.name.to_string());
-        } else {
-            state.push(global.name.to_string());
-        }
-    }
-    if !private.is_empty() {
-        return Err(format!(
-            "mutable globals with internal linkage {private:?}: runtime state needs a #[no_mangle] name \
-             (clang links the runtime into every translation unit; an internal global would exist once per unit)"
-        ));
-    }
-    Ok(state)
-}
-
-/// clang-22's NVPTX backend lowers an `atomicrmw` with acquire, release, acq_rel or seq_cst
-/// ordering to a relaxed `atom` without a fence. The runtime uses relaxed RMWs with explicit
-/// fences, or compare-exchange (lowered correctly); this keeps it that way.
-fn check_atomic_orderings(t: &Target, ll: &str) -> Result<()> {
-    let mut function = "";
-    let mut bad = BTreeSet::new();
-    for line in ll.lines() {
-        if line.starts_with("define ") {
-            function = line
-                .split('@')
-                .nth(1)
-                .and_then(|r| r.split('(').next())
-                .unwrap_or("?");
-        }
-        let trimmed = line.trim_start();
-        let is_rmw = trimmed.starts_with("atomicrmw ") || trimmed.contains(" = atomicrmw ");
-        if is_rmw
-            && line
-                .split([' ', ','])
-                .any(|tok| matches!(tok, "acquire" | "release" | "acq_rel" | "seq_cst"))
-        {
-            bad.insert(function.to_string());
-        }
-    }
-    if !bad.is_empty() {
-        bail!(
-            "{}: atomicrmw with an ordering in {} (clang-22's NVPTX backend drops the ordering: use a relaxed RMW with arch::team_fence_release/acquire or core::sync::atomic::fence, or compare_exchange)",
-            t.triple,
-            bad.into_iter().collect::<Vec<_>>().join(", ")
-        );
-    }
-    Ok(())
 }
 
 /// Removes every `"key"="value"` string attribute (and the space before it).
@@ -404,82 +339,6 @@ fn mark_runtime_functions(text: &str) -> String {
         out.push('\n');
     }
     out
-}
-
-/// A global variable's line of textual IR, `@name = <prefix> global|constant <rest>`.
-struct GlobalLine<'a> {
-    name: &'a str,
-    /// Linkage, visibility, address space and the like.
-    prefix: Vec<&'a str>,
-    /// From `global` or `constant` on.
-    rest: Vec<&'a str>,
-}
-
-impl GlobalLine<'_> {
-    fn is_constant(&self) -> bool {
-        self.rest[0] == "constant"
-    }
-    fn has(&self, attribute: &str) -> bool {
-        self.prefix.contains(&attribute)
-    }
-}
-
-/// `None` for anything but a global variable (functions, aliases, metadata).
-fn global_line(line: &str) -> Option<GlobalLine<'_>> {
-    let (name, rhs) = line.strip_prefix('@')?.split_once(" = ")?;
-    let toks: Vec<&str> = rhs.split(' ').collect();
-    let end = toks
-        .iter()
-        .position(|t| *t == "global" || *t == "constant")?;
-    Some(GlobalLine {
-        name: name.trim_matches('"'),
-        prefix: toks[..end].to_vec(),
-        rest: toks[end..].to_vec(),
-    })
-}
-
-/// Each named global must be a protected definition listed in `@llvm.used`: the plugins look
-/// it up by name, and the device link's LTO of `libompdevice.a` would otherwise drop it (and
-/// its name) when no code of the program refers to it.
-fn check_plugin_globals(ll: &str, names: &[&str]) -> std::result::Result<(), String> {
-    let used: Vec<&str> = ll
-        .lines()
-        .filter(|l| l.starts_with("@llvm.used = "))
-        .collect();
-    let mut bad = Vec::new();
-    for n in names {
-        let prefix = format!("@{n} = ");
-        let definition = ll
-            .lines()
-            .filter(|l| l.starts_with(&prefix))
-            .find_map(global_line)
-            .filter(|g| !g.has("external") && !g.has("extern_weak"));
-        let protected = definition.as_ref().is_some_and(|g| g.has("protected"));
-        let kept = used.iter().any(|l| mentions(l, n));
-        match (definition, protected, kept) {
-            (None, _, _) => bad.push(format!("@{n} is not defined (check devicertl/src/env.rs)")),
-            (Some(_), false, _) => bad.push(format!("@{n} is not protected")),
-            (Some(_), true, false) => bad.push(format!("@{n} is not in @llvm.used")),
-            _ => {}
-        }
-    }
-    if bad.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "the globals the plugins look up by name must be protected definitions in @llvm.used: {}",
-            bad.join("; ")
-        ))
-    }
-}
-
-/// Whether `text` refers to the global `@name` (not merely to one whose name starts with it).
-fn mentions(text: &str, name: &str) -> bool {
-    let needle = format!("@{name}");
-    text.match_indices(&needle).any(|(i, _)| {
-        !text[i + needle.len()..]
-            .starts_with(|c: char| c.is_ascii_alphanumeric() || "._$".contains(c))
-    })
 }
 
 /// `llvm-nm-22` of a bitcode file: (defined global symbols, undefined symbols).
@@ -605,51 +464,6 @@ mod tests {
         let ll = "attributes #0 = { nounwind \"target-cpu\"=\"sm_30\" \"target-features\"=\"+ptx60,+sm_30\" }\n";
         let out = remove_string_attr(&remove_string_attr(ll, "target-cpu"), "target-features");
         assert_eq!(out, "attributes #0 = { nounwind }\n");
-    }
-
-    #[test]
-    fn plugin_globals_are_protected_definitions_in_llvm_used() {
-        let ok = "@llvm.used = appending addrspace(1) global [3 x ptr] [ptr addrspacecast (ptr addrspace(1) @port to ptr), ptr addrspacecast (ptr addrspace(1) @env to ptr), ptr @map_p], section \"llvm.metadata\"\n\
-                  @env = weak protected addrspace(1) global [48 x i8] zeroinitializer, align 8\n\
-                  @map_p = weak protected global [8 x i8] zeroinitializer, align 8\n\
-                  @map_pp = weak global [8 x i8] zeroinitializer, align 8\n";
-        assert_eq!(check_plugin_globals(ok, &["env", "map_p"]), Ok(()));
-        let err = check_plugin_globals(ok, &["map_pp"]).unwrap_err();
-        assert!(err.contains("@map_pp is not protected"), "{err}");
-        let unused = "@env = weak protected global [48 x i8] zeroinitializer, align 8\n\
-                      @llvm.used = appending global [1 x ptr] [ptr @env_2], section \"llvm.metadata\"\n";
-        let err = check_plugin_globals(unused, &["env"]).unwrap_err();
-        assert!(err.contains("@env is not in @llvm.used"), "{err}");
-        let declared = "@env = external protected global [48 x i8], align 8\n";
-        let err = check_plugin_globals(declared, &["env"]).unwrap_err();
-        assert!(err.contains("@env is not defined"), "{err}");
-    }
-
-    #[test]
-    fn state_is_the_mutable_definitions() {
-        let ll = "@llvm.used = appending global [1 x ptr] [ptr @a], section \"llvm.metadata\"\n\
-                  @a = weak protected global [8 x i8] zeroinitializer, align 8\n\
-                  @b = addrspace(3) global [16 x i8] undef, align 16\n\
-                  @c = private unnamed_addr constant [1 x i8] c\"-\", align 1\n\
-                  @d = external addrspace(3) global [0 x i8], align 16\n\
-                  @e = weak local_unnamed_addr constant [4 x i8] zeroinitializer\n\
-                  @f = unnamed_addr alias i32 (), ptr @g\n";
-        assert_eq!(
-            state_globals(ll).unwrap(),
-            vec!["a".to_string(), "b".to_string()]
-        );
-        let internal = "@_RNvHEAP = internal addrspace(1) global [8 x i8] zeroinitializer\n";
-        assert!(state_globals(internal).unwrap_err().contains("_RNvHEAP"));
-    }
-
-    #[test]
-    fn ordered_atomicrmw_is_refused() {
-        let t = &TARGETS[0];
-        let ok = "define void @f() {\n  %1 = atomicrmw add ptr %p, i32 1 monotonic, align 4\n  %2 = cmpxchg ptr %p, i32 0, i32 1 acq_rel acquire\n}\n";
-        assert!(check_atomic_orderings(t, ok).is_ok());
-        let bad = "define hidden void @g(ptr %p) {\n  %1 = atomicrmw add ptr %p, i32 1 syncscope(\"block\") acq_rel, align 4\n}\n";
-        let err = check_atomic_orderings(t, bad).unwrap_err().to_string();
-        assert!(err.contains(" g"), "{err}");
     }
 
     #[test]

@@ -19,18 +19,20 @@
 //! its Fortran runtime (`_FortranA*`: I/O, array intrinsics, allocation) as host code does, and
 //! rustomp's GPU device runtime does not provide it (see [`refusal`]).
 
-use crate::cc::{self, Runtime, LLVM_LIB};
-use crate::devicertl::{self, dist_lib};
-use crate::host::llvm_ref_dir;
+use crate::cc::{self, Runtime};
+use crate::paths::LLVM_LIB;
+use crate::devicertl;
+use crate::paths::dist_lib;
+use crate::paths::llvm_ref_dir;
 use crate::host_devicertl;
-use crate::setup::cuda_dir;
+use crate::paths::cuda_dir;
 use crate::util::{self, Cmd, Result};
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::Path;
 
 /// The Fortran compiler.
-pub const FLANG: &str = "flang-22";
+use crate::paths::FLANG;
 /// The environment variable flang-22's driver takes command-line edits from (clang-22's is
 /// `CCC_OVERRIDE_OPTIONS`, which flang ignores).
 pub const OVERRIDE_VARIABLE: &str = "FCC_OVERRIDE_OPTIONS";
@@ -72,7 +74,7 @@ pub fn command(runtime: Runtime, user: &[String]) -> Cmd {
     cmd.hint("flang-22 is needed: `cargo xtask setup`");
     // In a shell that sourced an installed env.sh, flang-22 would load that install's
     // configuration for -fopenmp: this command wires dist/lib itself.
-    if std::env::var(OVERRIDE_VARIABLE).is_ok_and(|v| v.contains(crate::install::FLANG_CONFIG)) {
+    if std::env::var(OVERRIDE_VARIABLE).is_ok_and(|v| v.contains(crate::paths::FLANG_CONFIG)) {
         cmd.env_remove(OVERRIDE_VARIABLE);
     }
     let cuda_bin = cuda_dir().join("bin");

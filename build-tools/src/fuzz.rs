@@ -46,10 +46,7 @@ pub struct Options {
 
 /// The toolchain the targets build with: `RUSTOMP_FUZZ_TOOLCHAIN`, else `nightly`.
 pub fn toolchain() -> String {
-    std::env::var("RUSTOMP_FUZZ_TOOLCHAIN")
-        .ok()
-        .filter(|t| !t.is_empty())
-        .unwrap_or_else(|| "nightly".into())
+    crate::paths::nightly_toolchain()
 }
 
 fn fuzz_dir() -> PathBuf {
@@ -64,10 +61,6 @@ fn bin_dir() -> PathBuf {
     work_dir().join(TRIPLE).join("release")
 }
 
-/// The seed corpus of `target`, kept in the repository.
-pub fn seed_dir(target: &str) -> PathBuf {
-    fuzz_dir().join("corpus").join(target)
-}
 
 /// The targets: `fuzz/fuzz_targets/*.rs`, by name.
 pub fn targets() -> Vec<String> {
@@ -256,7 +249,7 @@ pub fn run_target(bins: &Path, target: &str, seconds: Option<u64>, runs: Option<
     }
     // New inputs go to the first directory; the seeds are only read.
     cmd.arg(&corpus);
-    let seeds = seed_dir(target);
+    let seeds = seeds::seed_dir(target);
     if seeds.is_dir() {
         cmd.arg(&seeds);
     }
@@ -433,7 +426,7 @@ mod tests {
     #[test]
     fn every_target_has_seeds() {
         for t in targets() {
-            let seeds = util::files_matching(&seed_dir(&t), "", "");
+            let seeds = util::files_matching(&seeds::seed_dir(&t), "", "");
             assert!(!seeds.is_empty(), "fuzz/corpus/{t} has no seeds");
         }
     }

@@ -3,21 +3,13 @@
 //! runtime of flang's host-offload images (`host_devicertl`) and the LLVM pass plugin those
 //! programs' device code is compiled with (`pass.rs`).
 
+use crate::paths::{LLVM_LIBOMPTARGET, SONAME, llvm_ref_dir};
 use crate::bail;
-use crate::devicertl::dist_lib;
+use crate::paths::dist_lib;
 use crate::util::{self, at, Cmd, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const PACKAGE: &str = "rustomp-front";
-/// The version clang-22's programs are linked against (DT_NEEDED libomptarget.so.22.1).
-pub const SONAME: &str = "libomptarget.so.22.1";
-/// LLVM's own library, for comparisons (Debian ships no unversioned libomptarget.so).
-pub const LLVM_LIBOMPTARGET: &str = "/usr/lib/llvm-22/lib/libomptarget.so.22.1";
-
-/// `target/llvm-ref`: holds `libomptarget.so` -> LLVM's, for `cc --runtime=llvm`.
-pub fn llvm_ref_dir() -> PathBuf {
-    at("target/llvm-ref")
-}
 
 fn package_exists() -> Result<bool> {
     let meta = Cmd::new(util::cargo())

@@ -10,7 +10,7 @@
 //! else (a panic path into `core`, a new libc call) is refused here, not at a user's link.
 
 use crate::bail;
-use crate::devicertl::dist_lib;
+use crate::paths::dist_lib;
 use crate::util::{self, at, Cmd, Context, Result};
 use std::collections::BTreeSet;
 use std::path::PathBuf;

@@ -42,18 +42,16 @@
 //! drops those the new one no longer has. The install refuses to overwrite a file it did not
 //! write. Nothing is written outside P (the shell's variables are the user's `source`).
 
+use crate::paths::{CONFIG, FLANG_CONFIG};
 use crate::bail;
-use crate::cc::{self, LLVM_LIB};
+use crate::cc;
+use crate::paths::LLVM_LIB;
 use crate::util::{self, at, Cmd, Context, Result};
-use crate::{devicertl, host, setup};
+use crate::{devicertl, host};
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-/// The clang configuration file, relative to the prefix.
-pub const CONFIG: &str = "etc/rustomp/clang.cfg";
-/// The flang configuration file, relative to the prefix.
-pub const FLANG_CONFIG: &str = "etc/rustomp/flang.cfg";
 const MANIFEST: &str = "share/rustomp/manifest";
 const ENV_SH: &str = "env.sh";
 const MANIFEST_HEADER: &str = "# rustomp install manifest: what `cargo xtask install` wrote under this prefix (`dir` lines: directories it created). `cargo xtask uninstall` removes exactly these.";
@@ -270,7 +268,7 @@ const CUDA_FILES: [&str; 4] = [
 /// What the install lays out for `prefix`, from the built tree. `with_cuda`: copy CUDA's tools
 /// when `cargo xtask setup` installed them.
 fn entries(prefix: &Path, with_cuda: bool) -> Result<Vec<Entry>> {
-    let dist = devicertl::dist_lib();
+    let dist = crate::paths::dist_lib();
     let copy = |rel: &str, from: PathBuf| -> Result<Entry> {
         if !from.is_file() {
             bail!("{} is missing; build it first (`cargo xtask host`, `cargo xtask devicertl`)", util::show(&from));
@@ -278,16 +276,16 @@ fn entries(prefix: &Path, with_cuda: bool) -> Result<Vec<Entry>> {
         Ok(Entry { rel: PathBuf::from(rel), content: Content::Copy(from) })
     };
     let mut v = vec![
-        copy(&format!("lib/{}", host::SONAME), dist.join(host::SONAME))?,
+        copy(&format!("lib/{}", crate::paths::SONAME), dist.join(crate::paths::SONAME))?,
         copy(&format!("lib/{}", crate::pass::PLUGIN), dist.join(crate::pass::PLUGIN))?,
-        Entry { rel: PathBuf::from("lib/libomptarget.so"), content: Content::Link(PathBuf::from(host::SONAME)) },
+        Entry { rel: PathBuf::from("lib/libomptarget.so"), content: Content::Link(PathBuf::from(crate::paths::SONAME)) },
         copy("bin/rustomp-info", at("target/release/rustomp-info"))?,
     ];
     for built in devicertl::outputs().into_iter().chain([crate::host_devicertl::archive()]) {
         let rel = built.strip_prefix(&dist).unwrap_or(&built).to_path_buf();
         v.push(copy(&format!("lib/{}", rel.display()), built)?);
     }
-    let cuda_src = setup::cuda_dir();
+    let cuda_src = crate::paths::cuda_dir();
     let cuda = with_cuda && cuda_src.join("bin/ptxas").is_file();
     if cuda {
         for f in CUDA_FILES {
@@ -485,7 +483,7 @@ pub fn install(o: &Options) -> Result<()> {
     util::step(&format!("install: {}", prefix.display()));
     let entries = entries(&prefix, true)?;
     if !entries.iter().any(|e| e.rel.starts_with("cuda")) {
-        println!("install: no CUDA tools in {} (`cargo xtask setup` puts them there): --offload-arch=sm_XX builds need a CUDA toolkit clang finds itself (ptxas on PATH, /usr/local/cuda)", util::show(&setup::cuda_dir()));
+        println!("install: no CUDA tools in {} (`cargo xtask setup` puts them there): --offload-arch=sm_XX builds need a CUDA toolkit clang finds itself (ptxas on PATH, /usr/local/cuda)", util::show(&crate::paths::cuda_dir()));
     }
     let manifest = lay_out(&prefix, &entries)?;
     println!("install: {} files in {} (listed in {})", manifest.files.len(), prefix.display(), prefix.join(MANIFEST).display());

@@ -26,6 +26,7 @@ const CRATES: &[&str] = &[
     "build-tools/src",
     "tests/fake-cuda/src",
     "host-devicertl/src",
+    "compiler/src",
 ];
 
 pub fn run(args: &[String]) -> Result<i32> {

@@ -16,7 +16,7 @@
 //! LLVMgold.so, which loads no pass plugins: host-offload units are translated at compile time.
 
 use crate::bail;
-use crate::devicertl::dist_lib;
+use crate::paths::dist_lib;
 use crate::util::{self, at, Cmd, Result};
 use std::path::{Path, PathBuf};
 

@@ -7,6 +7,7 @@
 //!   (`cargo xtask clippy`, the first step of `cargo xtask test`);
 //! - the nightly toolchain `cargo xtask fuzz` builds the fuzz targets with.
 
+use crate::paths::{cuda_dir};
 use crate::bail;
 use crate::util::{self, at, Cmd, Context, Result};
 use std::path::{Path, PathBuf};
@@ -33,10 +34,6 @@ pub const DEB_PACKAGES: [&str; 8] = [
 pub const RUST_COMPONENTS: [&str; 3] = ["rust-src", "clippy", "rustfmt"];
 
 /// Where `--cuda-path` points: a symlink to the pip package's `nvidia/cu13`.
-pub fn cuda_dir() -> PathBuf {
-    at("target/tools/cuda")
-}
-
 #[derive(Default)]
 struct Report {
     installed: Vec<String>,
@@ -52,7 +49,7 @@ pub fn run() -> Result<()> {
     util::step("setup: rustup components");
     rustup(&mut report)?;
     util::step("setup: nightly toolchain (cargo xtask fuzz)");
-    let toolchain = format!("rustup toolchain {}", crate::fuzz::toolchain());
+    let toolchain = format!("rustup toolchain {}", crate::paths::nightly_toolchain());
     if crate::fuzz::install_toolchain()? {
         report.installed.push(toolchain);
     } else {
@@ -257,7 +254,7 @@ fn rustup(report: &mut Report) -> Result<()> {
 
 /// The nightly toolchain's `rust-src` (ThreadSanitizer builds the standard library) and `miri`.
 fn nightly_components(report: &mut Report) -> Result<()> {
-    let toolchain = crate::fuzz::toolchain();
+    let toolchain = crate::paths::nightly_toolchain();
     let installed = Cmd::new("rustup")
         .args(["component", "list", "--installed", "--toolchain", &toolchain])
         .output()?;

@@ -16,10 +16,15 @@
 
 use crate::cc::{self, Runtime};
 use crate::devicertl;
-use crate::setup::cuda_dir;
+use crate::paths::cuda_dir;
 use crate::util::{self, at, Cmd, Context, Result};
 use object::{Object, ObjectSection};
 use std::path::{Path, PathBuf};
+
+/// The seed corpus of `target`, kept in the repository (`fuzz/corpus/<target>`).
+pub fn seed_dir(target: &str) -> PathBuf {
+    crate::util::at("fuzz/corpus").join(target)
+}
 
 const PROGRAM: &str = "tests/programs/01_basic_target.c";
 const KERNEL_AMDGPU: &str = "__attribute__((amdgpu_kernel)) void fuzz_kernel(int *p) { p[0] = 42; }\n";
@@ -103,7 +108,7 @@ fn omp_compile(args: &[&str], out: &Path) -> Result<()> {
 
 /// Empties `fuzz/corpus/<target>` and writes `files` there.
 fn write_corpus(target: &str, files: &[(&str, Vec<u8>)]) -> Result<usize> {
-    let dir = super::seed_dir(target);
+    let dir = seed_dir(target);
     for old in util::files_matching(&dir, "", "") {
         std::fs::remove_file(&old).context(|| format!("cannot remove {}", old.display()))?;
     }

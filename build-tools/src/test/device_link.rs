@@ -6,7 +6,7 @@
 //!   state machine) has exactly one copy of the runtime's team state: its shared segment is the
 //!   state plus the hardware's reserve, not twice the state (the per-unit bitcode and
 //!   libompdevice.a each used to bring their own, so workers and main thread disagreed).
-use super::{compile, parse_header};
+use super::programs::{compile, parse_header};
 use crate::cc::{self, Runtime};
 use crate::util::{self, at, Cmd, Result};
 use std::path::Path;
@@ -88,16 +88,16 @@ fn without_amd_gpu(out: &Path) -> std::result::Result<String, String> {
             if let Some(path) = runtime {
                 env.push(("RUSTOMP_HSA_RUNTIME".into(), path.into()));
             }
-            let outcome = super::run_program(&exe, &env, &log);
+            let outcome = super::programs::run_program(&exe, &env, &log);
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             let ok = match (policy, &outcome) {
                 // A fatal offload error ends the process with SIGABRT, as LLVM's.
-                ("mandatory", super::Outcome::Signal(6)) => text.contains("HSA") && text.contains("libhsa-runtime64.so.1"),
-                ("default", super::Outcome::Exit(0)) => true,
+                ("mandatory", super::programs::Outcome::Signal(6)) => text.contains("HSA") && text.contains("libhsa-runtime64.so.1"),
+                ("default", super::programs::Outcome::Exit(0)) => true,
                 _ => false,
             };
             if !ok {
-                return Err(format!("{case}, OMP_TARGET_OFFLOAD={policy}: {} (log {})", super::verdict(&outcome, policy == "mandatory").1, util::show(&log)));
+                return Err(format!("{case}, OMP_TARGET_OFFLOAD={policy}: {} (log {})", super::programs::verdict(&outcome, policy == "mandatory").1, util::show(&log)));
             }
             if policy == "mandatory" {
                 let line = text.lines().find(|l| l.contains("HSA")).unwrap_or_default();

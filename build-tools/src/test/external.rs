@@ -10,7 +10,7 @@
 //! the RTL file, the call and the RTL's code. Skipped, with a line saying so, when clang-22 is not installed.
 
 use crate::cc::{self, Runtime};
-use crate::devicertl::dist_lib;
+use crate::paths::dist_lib;
 use crate::util::{self, at, Cmd, Result};
 use crate::bail;
 

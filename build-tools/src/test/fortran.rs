@@ -6,7 +6,7 @@
 //!   plugin under `mandatory` and prints `device says 42` from the region;
 //! - sm_90 and gfx90a: the device link fails, and the compile's output names
 //!   `_FortranAioBeginExternalFormattedOutput` as a call rustomp's device runtime does not provide.
-use super::run_compile;
+use super::programs::run_compile;
 use crate::cc::Runtime;
 use crate::util::{self, at, Result};
 use std::process::Command;
@@ -18,8 +18,8 @@ const PRINTED: &str = "device says 42";
 const REFUSED: &str = "flang's device code calls _FortranAioBeginExternalFormattedOutput, which rustomp's device runtime does not provide";
 
 pub fn run() -> Result<()> {
-    if util::which(crate::fc::FLANG).is_none() {
-        crate::bail!("{} is not installed: `cargo xtask setup`", crate::fc::FLANG);
+    if util::which(crate::paths::FLANG).is_none() {
+        crate::bail!("{} is not installed: `cargo xtask setup`", crate::paths::FLANG);
     }
     let out = at("target/fortran");
     util::mkdirs(&out)?;

@@ -13,11 +13,11 @@
 //!    Without the GPU's driver (NVIDIA: `libcuda.so.1`; AMD: `libhsa-runtime64.so.1` and
 //!    `/dev/kfd`) it prints one skip line and exits 0.
 
-use super::{
-    compile_source, known_failures, link_undefined, parse_header, sources, stem, Header, Scope, JOBS,
-};
-use crate::cc::{Runtime, LLVM_LIB};
-use crate::devicertl::{self, dist_lib};
+use super::programs::{compile_source, known_failures, link_undefined, parse_header, sources, stem, Header, Scope, JOBS};
+use crate::cc::Runtime;
+use crate::paths::LLVM_LIB;
+use crate::devicertl;
+use crate::paths::dist_lib;
 use crate::host;
 use crate::util::{self, at, Result};
 use std::path::{Path, PathBuf};
@@ -309,7 +309,7 @@ pub fn against_fake_driver(dir: &Path) -> Result<bool> {
         // Each launch's line, to count them.
         env.push(("LIBOMPTARGET_INFO".into(), "0x10".into()));
         let log = logs.join(format!("{name}.log"));
-        let outcome = super::run_program(&dir.join("bin").join(name), &env, &log);
+        let outcome = super::programs::run_program(&dir.join("bin").join(name), &env, &log);
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let launches = text.matches("Launching kernel").count();
         let fault = DRIVER_FAULTS
@@ -324,9 +324,9 @@ pub fn against_fake_driver(dir: &Path) -> Result<bool> {
         launches += launched;
         let problem = match (outcome, fault) {
             (_, Some(line)) => Some(line.clone()),
-            (super::Outcome::Signal(6), None) | (super::Outcome::Exit(_), None) => None,
-            (super::Outcome::Signal(s), None) => Some(format!("killed by signal {s}")),
-            (super::Outcome::Timeout, None) => Some(format!("timed out after {}s", super::TIMEOUT.as_secs())),
+            (super::programs::Outcome::Signal(6), None) | (super::programs::Outcome::Exit(_), None) => None,
+            (super::programs::Outcome::Signal(s), None) => Some(format!("killed by signal {s}")),
+            (super::programs::Outcome::Timeout, None) => Some(format!("timed out after {}s", super::programs::TIMEOUT.as_secs())),
             (other, None) => Some(format!("{other:?}")),
         };
         if let Some(problem) = problem {

@@ -290,7 +290,7 @@ pub fn run() -> Result<()> {
         jobs.push(a);
         jobs.push(b);
     }
-    let results: Vec<std::result::Result<String, String>> = util::parallel(&jobs, super::JOBS, |job| compile(job, &out));
+    let results: Vec<std::result::Result<String, String>> = util::parallel(&jobs, super::programs::JOBS, |job| compile(job, &out));
     let ir: HashMap<&str, &std::result::Result<String, String>> = jobs.iter().map(|j| j.tag.as_str()).zip(&results).collect();
 
     let mut failures = Vec::new();
