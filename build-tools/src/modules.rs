@@ -359,7 +359,10 @@ mod tests {
     use super::*;
 
     fn crate_with(files: &[(&str, &str)]) -> Graph {
-        let dir = std::env::temp_dir().join(format!("rustomp-modules-{}-{}", std::process::id(), files.len()));
+        // Tests run at once: each its own directory.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("rustomp-modules-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         for (name, text) in files {
             let path = dir.join(name);

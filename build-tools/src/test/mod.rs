@@ -65,6 +65,16 @@ pub fn run(o: Options) -> Result<i32> {
         failed_steps.push("clippy".to_string());
     }
 
+    util::step("test: module graphs (cargo xtask modules: no module uses one that uses it back)");
+    match crate::modules::run(&[]) {
+        Ok(0) => {}
+        Ok(_) => failed_steps.push("module cycles".to_string()),
+        Err(e) => {
+            println!("modules: {e}");
+            failed_steps.push("module cycles".to_string());
+        }
+    }
+
     util::step("test 2/5: cargo test --workspace");
     let status = Cmd::new(util::cargo())
         .in_root()

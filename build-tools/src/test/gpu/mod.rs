@@ -13,6 +13,10 @@
 //!    Without the GPU's driver (NVIDIA: `libcuda.so.1`; AMD: `libhsa-runtime64.so.1` and
 //!    `/dev/kfd`) it prints one skip line and exits 0.
 
+mod fake_driver;
+
+use fake_driver::check_without_driver;
+use fake_driver::against_fake_driver;
 use super::programs::{compile_source, known_failures, link_undefined, parse_header, sources, stem, Header, Scope, JOBS};
 use crate::cc::Runtime;
 use crate::paths::LLVM_LIB;
@@ -64,147 +68,9 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libhsa-runtime64\.so\.1' && [ ! -e /opt/
 fi
 export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/opt/rocm/lib""#;
 
-/// The run phase, as a script: needs bash, coreutils' `timeout`, and the GPU's driver.
-/// `@ARCH@` and `@DRIVER_CHECK@` are filled in for the suite's target.
-const RUN_SH: &str = r#"#!/usr/bin/env bash
-# Runs the OpenMP corpus compiled for @ARCH@ against rustomp's libomptarget (lib/), and beside it
-# against LLVM's libomptarget.so.22.1 when that is on this machine (same binaries, our device
-# runtime in both). Each program under OMP_TARGET_OFFLOAD=mandatory unless its header sets
-# another policy. Needs the GPU's driver, bash, coreutils and glibc >= 2.34 (no clang, no Rust).
-#
-# Usage: ./run.sh [-j N] [--no-llvm] [NAME-SUBSTRING...]
-#   -j N       run N programs at a time (default RUSTOMP_GPU_JOBS, else 4)
-#   --no-llvm  only ours, even where LLVM's library is found
-# Environment: RUSTOMP_GPU_TIMEOUT (seconds per program, default 60); RUSTOMP_LLVM_LIB (LLVM's
-# libomptarget.so.22.1 or its directory; default /usr/lib/llvm-22/lib).
-# Programs marked HOST-ONLY (CPU-plugin fault injection, leak checks) are listed and skipped;
-# those tests/programs/KNOWN_FAILURES lists for GPUs count as known, not as failures.
-# Writes results.tsv (program, ours, seconds, LLVM, seconds) and logs/<program>.<runtime>.log.
-set -u
-here="$(cd "$(dirname "$0")" && pwd)"
-export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-limit="${RUSTOMP_GPU_TIMEOUT:-60}"
-jobs="${RUSTOMP_GPU_JOBS:-4}"
-use_llvm=yes
-patterns=()
-while [ $# -gt 0 ]; do
-    case "$1" in
-        -j) jobs="$2"; shift 2 ;;
-        -j*) jobs="${1#-j}"; shift ;;
-        --no-llvm) use_llvm=""; shift ;;
-        *) patterns+=("$1"); shift ;;
-    esac
-done
-
-@DRIVER_CHECK@
-
-llvm_lib=""
-if [ -n "$use_llvm" ]; then
-    candidate="${RUSTOMP_LLVM_LIB:-/usr/lib/llvm-22/lib}"
-    [ -d "$candidate" ] && candidate="$candidate/libomptarget.so.22.1"
-    [ -f "$candidate" ] && llvm_lib="$candidate"
-fi
-
-mkdir -p "$here/logs" "$here/results"
-rm -f "$here/results/"*
-
-# run_one NAME EXPECT RUNTIME ENV...: one program under one runtime; writes results/NAME.RUNTIME
-# as "verdict<TAB>seconds<TAB>ok" (ok: yes or empty).
-run_one() {
-    local name="$1" expect="$2" runtime="$3"
-    shift 3
-    local exe="$here/bin/${name%.*}" log="$here/logs/${name%.*}.$runtime.log"
-    local result ok="" start end rc
-    local preload=()
-    # LLVM's library takes the place of ours: the loader finds a library of that soname
-    # loaded already and does not look for ours.
-    [ "$runtime" = llvm ] && preload=(LD_PRELOAD="$llvm_lib")
-    start=$(date +%s%N)
-    (cd "$here/bin" && env OMP_TARGET_OFFLOAD=mandatory "$@" "${preload[@]}" timeout -k 5 "$limit" "$exe") \
-        </dev/null >"$log" 2>&1
-    rc=$?
-    end=$(date +%s%N)
-    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-        result="FAIL (timeout ${limit}s)"
-    elif [ "$rc" -eq 134 ] && { [ "$expect" = abort ] || [ "$expect" = fail ]; }; then
-        result="ok (SIGABRT, expected)"; ok=yes
-    elif [ "$rc" -gt 128 ]; then
-        result="FAIL (signal $((rc - 128)))"
-    elif [ "$expect" = fail ] || [ "$expect" = abort ]; then
-        if [ "$rc" -eq 0 ]; then result="FAIL (exit 0, expected failure)"; else result="ok (exit $rc, expected)"; ok=yes; fi
-    elif [ "$rc" -eq 0 ]; then
-        result="ok"; ok=yes
-    else
-        result="FAIL (exit $rc)"
-    fi
-    printf '%s\t%s\t%s\n' "$result" "$(( (end - start) / 1000000 ))" "$ok" > "$here/results/${name%.*}.$runtime"
-}
-
-selected=()
-while IFS=$'\t' read -r name expect host_only known envs; do
-    [ -z "$name" ] && continue
-    if [ ${#patterns[@]} -gt 0 ]; then
-        wanted=""
-        for pattern in "${patterns[@]}"; do
-            case "$name" in *"$pattern"*) wanted=yes ;; esac
-        done
-        [ -z "$wanted" ] && continue
-    fi
-    selected+=("$name")
-    [ "$host_only" != "-" ] && continue
-    if [ ! -x "$here/bin/${name%.*}" ]; then
-        printf 'FAIL (not compiled, see compile-failures.txt)\t0\t\n' > "$here/results/${name%.*}.ours"
-        continue
-    fi
-    read -r -a extra <<< "$envs"
-    for runtime in ours ${llvm_lib:+llvm}; do
-        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-        run_one "$name" "$expect" "$runtime" "${extra[@]}" &
-    done
-done < "$here/tests.tsv"
-wait
-
-passed=0; failed=0; known_count=0; skipped=0; failing=(); fixed=()
-llvm_title="LLVM's library"
-[ -z "$llvm_lib" ] && llvm_title="LLVM's library (not found)"
-printf '%-36s | %-32s | %8s | %-28s | %8s\n' "program ($(basename "$here"), @ARCH@)" "rustomp" "ms" "$llvm_title" "ms"
-: > "$here/results.tsv"
-while IFS=$'\t' read -r name expect host_only known envs; do
-    wanted=""
-    for s in "${selected[@]}"; do [ "$s" = "$name" ] && wanted=yes; done
-    [ -z "$wanted" ] && continue
-    if [ "$host_only" != "-" ]; then
-        skipped=$((skipped + 1))
-        printf '%-36s | %s\n' "$name" "skipped (host-only: $host_only)"
-        printf '%s\tskipped\t0\t-\t0\n' "$name" >> "$here/results.tsv"
-        continue
-    fi
-    IFS=$'\t' read -r ours ours_ms ours_ok < "$here/results/${name%.*}.ours"
-    llvm="-"; llvm_ms=""
-    if [ -n "$llvm_lib" ] && [ -f "$here/results/${name%.*}.llvm" ]; then
-        IFS=$'\t' read -r llvm llvm_ms _ < "$here/results/${name%.*}.llvm"
-    fi
-    if [ -n "$ours_ok" ]; then
-        passed=$((passed + 1))
-        [ "$known" != "-" ] && { ours="$ours (listed as known: remove it)"; fixed+=("${name%.*}"); }
-    elif [ "$known" != "-" ]; then
-        known_count=$((known_count + 1))
-        ours="known: $ours"
-    else
-        failed=$((failed + 1)); failing+=("${name%.*}")
-    fi
-    printf '%-36s | %-32s | %8s | %-28s | %8s\n' "$name" "$ours" "$ours_ms" "$llvm" "$llvm_ms"
-    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$ours" "$ours_ms" "$llvm" "$llvm_ms" >> "$here/results.tsv"
-done < "$here/tests.tsv"
-if [ ${#failing[@]} -gt 0 ]; then
-    echo "failing (logs in $here/logs/<name>.<runtime>.log): ${failing[*]}"
-fi
-if [ ${#fixed[@]} -gt 0 ]; then
-    echo "now passing, remove from tests/programs/KNOWN_FAILURES: ${fixed[*]}"
-fi
-echo "$passed passed, $failed failed, $known_count known failures, $skipped host-only skipped"
-[ "$failed" -eq 0 ]
-"#;
+/// The run phase, as a script (`gpu/run.sh`): needs bash, coreutils' `timeout`, and the GPU's
+/// driver. `@ARCH@` and `@DRIVER_CHECK@` are filled in for the suite's target.
+const RUN_SH: &str = include_str!("run.sh");
 
 /// One program's compile for the suite.
 struct Compiled {
@@ -252,8 +118,8 @@ pub fn run() -> Result<i32> {
     let (compiled, total) = compile_suite(&dir)?;
     util::step("test --gpu 3/3: run the corpus on the GPU");
     if !driver_present_for(&arch()) {
-        let fallback_ok = check_without_driver(&dir);
-        let fake_ok = against_fake_driver(&dir)?;
+        let fallback_ok = check_without_driver(&dir, &arch());
+        let fake_ok = against_fake_driver(&dir, &arch())?;
         println!(
             "GPU suite: run skipped (no {} driver on this machine); {compiled} of {total} programs compiled into {} — on a GPU machine run {}/run.sh",
             if is_amd(&arch()) { "AMD GPU" } else { "NVIDIA" },
@@ -266,141 +132,6 @@ pub fn run() -> Result<i32> {
     Ok(util::exit_code(status))
 }
 
-/// What the runtime says when a GPU-only fault shows against the stand-in driver: a symbol it
-/// could not find, arguments a kernel does not declare, a driver call that refused.
-const DRIVER_FAULTS: [&str; 5] = [
-    "mismatch in kernel arguments",
-    "of the registered program is not in its device image",
-    "looking up",
-    "cuLaunchKernel failed",
-    "cuModuleLoadDataEx failed",
-];
-
-/// The GPU-only faults a machine without a GPU can still see: every program of the suite
-/// (compiled for sm_90) runs against `tests/fake-cuda`, a stand-in `libcuda.so.1` that loads
-/// the real cubins and answers symbol lookups, parameter queries and launches as the real
-/// driver does, but runs no kernel. A program's own checks of its results then fail; what must
-/// not happen is a lookup that fails, a launch the runtime refuses or the driver would
-/// overrun, a crash or a hang. Returns whether none happened.
-pub fn against_fake_driver(dir: &Path) -> Result<bool> {
-    if is_amd(&arch()) {
-        println!("gpu suite: no stand-in driver for {} (the fake is CUDA's); skipped", arch());
-        return Ok(true);
-    }
-    let status = Command::new("cargo")
-        .args(["build", "--quiet", "-p", "rustomp-fake-cuda"])
-        .current_dir(at("."))
-        .status()?;
-    if !status.success() {
-        crate::bail!("building tests/fake-cuda failed");
-    }
-    let fake = at("target/debug/librustomp_fake_cuda.so");
-    let programs: Vec<(String, Header)> = sources(&at("tests/programs"))
-        .iter()
-        .map(|src| (stem(src), parse_header(&std::fs::read_to_string(src).unwrap_or_default())))
-        .filter(|(name, header)| header.host_only.is_none() && dir.join("bin").join(name).exists())
-        .collect();
-    let logs = dir.join("fake-driver-logs");
-    util::mkdirs(&logs)?;
-    let outcomes = util::parallel(&programs, JOBS, |(name, header)| {
-        let mut env = header.env.clone();
-        env.push(("RUSTOMP_CUDA_DRIVER".into(), fake.display().to_string()));
-        env.push(("LD_LIBRARY_PATH".into(), dir.join("lib").display().to_string()));
-        // Each launch's line, to count them.
-        env.push(("LIBOMPTARGET_INFO".into(), "0x10".into()));
-        let log = logs.join(format!("{name}.log"));
-        let outcome = super::programs::run_program(&dir.join("bin").join(name), &env, &log);
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let launches = text.matches("Launching kernel").count();
-        let fault = DRIVER_FAULTS
-            .iter()
-            .find_map(|marker| text.lines().find(|l| l.contains(marker)))
-            .map(|l| l.chars().take(240).collect::<String>());
-        (outcome, launches, fault)
-    });
-    let mut bad = Vec::new();
-    let mut launches = 0;
-    for ((name, _), (outcome, launched, fault)) in programs.iter().zip(&outcomes) {
-        launches += launched;
-        let problem = match (outcome, fault) {
-            (_, Some(line)) => Some(line.clone()),
-            (super::programs::Outcome::Signal(6), None) | (super::programs::Outcome::Exit(_), None) => None,
-            (super::programs::Outcome::Signal(s), None) => Some(format!("killed by signal {s}")),
-            (super::programs::Outcome::Timeout, None) => Some(format!("timed out after {}s", super::programs::TIMEOUT.as_secs())),
-            (other, None) => Some(format!("{other:?}")),
-        };
-        if let Some(problem) = problem {
-            bad.push(format!("{name}: {problem}"));
-        }
-    }
-    println!(
-        "gpu suite against the stand-in CUDA driver: {} programs run (host-only ones skipped), {launches} kernel launches; {} with a GPU-only fault (logs in {})",
-        programs.len(),
-        bad.len(),
-        util::show(&logs)
-    );
-    for line in &bad {
-        println!("    {line}");
-    }
-    Ok(bad.is_empty())
-}
-
-/// Without a driver, what the compiled programs must do: under `mandatory` fail with a message
-/// naming the missing driver; under the default policy run on the host.
-fn check_without_driver(dir: &Path) -> bool {
-    // What the plugin's reason says when its driver is missing.
-    let missing = if is_amd(&arch()) { "HSA" } else { "no CUDA driver" };
-    let run = |program: &str, policy: &str| {
-        Command::new(dir.join("bin").join(program))
-            .env("OMP_TARGET_OFFLOAD", policy)
-            .env("LD_LIBRARY_PATH", dir.join("lib"))
-            .current_dir(dir.join("bin"))
-            .output()
-    };
-    let (mandatory, fallback) = ("01_basic_target", "73_offload_default");
-    if !dir.join("bin").join(mandatory).exists() || !dir.join("bin").join(fallback).exists() {
-        println!("gpu suite: no-driver check skipped ({mandatory} or {fallback} did not compile)");
-        return true;
-    }
-    let refused = match run(mandatory, "mandatory") {
-        Ok(out) => {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let ok = !out.status.success() && stderr.contains(missing);
-            if !ok {
-                println!("gpu suite: {mandatory} under mandatory offload without a driver: {}, stderr:\n{stderr}", util::describe(out.status));
-            }
-            ok
-        }
-        Err(e) => {
-            println!("gpu suite: cannot run {mandatory}: {e}");
-            false
-        }
-    };
-    let fell_back = match run(fallback, "default") {
-        Ok(out) => {
-            if !out.status.success() {
-                println!(
-                    "gpu suite: {fallback} under the default policy without a driver: {}, stderr:\n{}",
-                    util::describe(out.status),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            out.status.success()
-        }
-        Err(e) => {
-            println!("gpu suite: cannot run {fallback}: {e}");
-            false
-        }
-    };
-    let verdict = |ok: bool| if ok { "ok" } else { "FAILED" };
-    println!(
-        "gpu suite: without a driver, mandatory offload stops with \"{missing}\": {}; the default policy runs on the host: {}",
-        verdict(refused),
-        verdict(fell_back)
-    );
-    refused && fell_back
-}
-
 /// The suite compiled (kept where unchanged) and run against the stand-in CUDA driver: the
 /// step of `cargo xtask test` that catches GPU-only faults without a GPU.
 pub fn without_gpu() -> Result<bool> {
@@ -409,7 +140,7 @@ pub fn without_gpu() -> Result<bool> {
     if compiled < total {
         println!("gpu suite: {} program(s) did not compile for {} (see above)", total - compiled, arch());
     }
-    Ok(against_fake_driver(&dir)? && compiled == total)
+    Ok(against_fake_driver(&dir, &arch())? && compiled == total)
 }
 
 /// Phase 1: writes the suite directory; returns (programs compiled, programs).
