@@ -1,0 +1,313 @@
+//! Process-wide state: the offload policy, the plugins and their devices, and the libraries
+//! registered by `__tgt_register_lib`.
+//!
+//! Devices are numbered as LLVM numbers them: a plugin's devices count only once a registered
+//! program brings an image that plugin's devices can run, and they get the next numbers in
+//! registration order (image by image, plugin by plugin). So a host-offload program sees the
+//! host plugin's devices as 0..N, and the CUDA plugin's driver is not even loaded for it. A
+//! device is opened, and its images loaded, on its first use.
+
+mod device;
+mod library;
+
+pub use device::{dump_table, DeviceState};
+
+use crate::diag::{self, debug, info};
+use library::{entries, parse_container, Library, RawImage};
+use rustomp_abi::{BinDesc, EntryFlags};
+use rustomp_plugin::{ErrorKind, OffloadError, Plugin, Result};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+/// `OMP_TARGET_OFFLOAD`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Mandatory,
+    Disabled,
+    Default,
+}
+
+pub struct Runtime {
+    pub policy: Policy,
+    plugins: Vec<Box<dyn Plugin>>,
+    /// The devices in OpenMP numbering; appended as registrations bring images for them, never
+    /// removed.
+    slots: RwLock<Vec<Arc<DeviceSlot>>>,
+    libraries: Mutex<Vec<Library>>,
+    /// Why registered images found no device to run on (for `mandatory` with no device), per
+    /// registered program (its descriptor's address): unregistering drops its reasons.
+    unserved: Mutex<Vec<(u64, String)>>,
+    generation: AtomicU64,
+    pub requires: AtomicU64,
+}
+
+struct DeviceSlot {
+    plugin: usize,
+    index: usize,
+    state: OnceLock<std::result::Result<Arc<DeviceState>, OffloadError>>,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+pub fn runtime() -> &'static Runtime {
+    RUNTIME.get_or_init(Runtime::from_env)
+}
+
+impl Runtime {
+    fn from_env() -> Self {
+        diag::init_from_env();
+        // Arranges the trace and the summary (if asked for) before the program's own exit work.
+        crate::profile::recorder();
+        let policy = match std::env::var("OMP_TARGET_OFFLOAD").map(|v| v.to_ascii_lowercase()) {
+            Ok(v) if v == "mandatory" => Policy::Mandatory,
+            Ok(v) if v == "disabled" => Policy::Disabled,
+            _ => Policy::Default,
+        };
+        // Constructing a plugin is free: each loads its driver only when asked for devices.
+        let plugins: Vec<Box<dyn Plugin>> = if policy == Policy::Disabled {
+            Vec::new()
+        } else {
+            let mut built_in: Vec<Box<dyn Plugin>> = vec![
+                Box::new(rustomp_cuda_plugin::CudaPlugin::new(rustomp_cuda_plugin::CudaDriver::new())),
+                Box::new(rustomp_amdgpu_plugin::AmdgpuPlugin::new(rustomp_amdgpu_plugin::AmdgpuDriver::new())),
+                Box::new(rustomp_host_plugin::HostPlugin::new()),
+            ];
+            // Target RTLs found by naming convention come after ours (see `external`).
+            built_in.extend(crate::external::discover());
+            built_in
+        };
+        debug!("{} plugin(s), policy {:?}", plugins.len(), policy);
+        Self {
+            policy,
+            plugins,
+            slots: RwLock::new(Vec::new()),
+            libraries: Mutex::new(Vec::new()),
+            unserved: Mutex::new(Vec::new()),
+            generation: AtomicU64::new(0),
+            requires: AtomicU64::new(0),
+        }
+    }
+
+    fn slots(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<DeviceSlot>>> {
+        self.slots.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn num_devices(&self) -> usize {
+        self.slots().len()
+    }
+
+    /// Under `mandatory`, with no device at all: why, so that a construct fails instead of
+    /// quietly running on the host (LLVM stops such a program at its first construct).
+    pub fn missing_devices(&self) -> Option<String> {
+        if self.policy != Policy::Mandatory || self.num_devices() > 0 {
+            return None;
+        }
+        let unserved = self.unserved.lock().unwrap_or_else(|e| e.into_inner());
+        Some(if unserved.is_empty() {
+            "no offload device is available".to_string()
+        } else {
+            let reasons: Vec<&str> = unserved.iter().map(|(_, why)| why.as_str()).collect();
+            format!("no offload device is available: {}", reasons.join("; "))
+        })
+    }
+
+    /// Gives the devices that can run `images` (of one registered program) OpenMP numbers, the
+    /// way LLVM's plugin manager does: image by image, each compatible plugin's compatible
+    /// devices not numbered yet get the next numbers. Records why an image found no device.
+    fn assign_devices(&self, library: u64, images: &[RawImage]) {
+        let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
+        let mut used: HashSet<(usize, usize)> = HashSet::new();
+        for (i, raw) in images.iter().enumerate() {
+            let info = raw.info();
+            let mut served = false;
+            let mut reasons = Vec::new();
+            if let Some(why) = &raw.corrupted {
+                reasons.push(format!("corrupted image: {why}"));
+            }
+            let plugins = if raw.corrupted.is_some() { &[][..] } else { &self.plugins[..] };
+            for (p, plugin) in plugins.iter().enumerate() {
+                if !plugin.is_compatible(&info) {
+                    continue;
+                }
+                let count = plugin.number_of_devices();
+                if count == 0 {
+                    let why = plugin
+                        .unavailable_reason()
+                        .unwrap_or_else(|| "it has no devices".into());
+                    info!(
+                        diag::infotype::PLUGIN,
+                        "-",
+                        "plugin {} has no devices: {why}",
+                        plugin.name()
+                    );
+                    reasons.push(format!("{} plugin: {why}", plugin.name()));
+                    continue;
+                }
+                for index in 0..count {
+                    if let Err(why) = plugin.device_compatibility(index, &info) {
+                        reasons.push(format!("{} device {index}: {why}", plugin.name()));
+                        continue;
+                    }
+                    served = true;
+                    // One image per device and program, as LLVM registers them.
+                    if !used.insert((p, index))
+                        || slots.iter().any(|s| s.plugin == p && s.index == index)
+                    {
+                        continue;
+                    }
+                    debug!(
+                        "device {}: {} plugin device {index}",
+                        slots.len(),
+                        plugin.name()
+                    );
+                    slots.push(Arc::new(DeviceSlot {
+                        plugin: p,
+                        index,
+                        state: OnceLock::new(),
+                    }));
+                }
+            }
+            if !served {
+                if reasons.is_empty() {
+                    reasons.push(if raw.triple.is_empty() {
+                        "the image names no target triple".to_string()
+                    } else {
+                        format!("no plugin runs {} images", raw.triple)
+                    });
+                }
+                let message = format!(
+                    "image {i} ({}) of the registered program: {}",
+                    raw.describe(),
+                    reasons.join("; ")
+                );
+                info!(diag::infotype::PLUGIN, "-", "{message}");
+                self.unserved
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((library, message));
+            }
+        }
+    }
+
+    /// The device if it is open already (no device is opened just to be looked at).
+    pub fn opened_device(&self, id: usize) -> Option<Arc<DeviceState>> {
+        let slot = self.slots().get(id).cloned()?;
+        slot.state.get().and_then(|state| state.as_ref().ok().cloned())
+    }
+
+    /// The device, opened and with every registered library's images loaded.
+    pub fn device(&self, id: usize) -> Result<Arc<DeviceState>> {
+        let (slot, total) = {
+            let slots = self.slots();
+            let slot = slots.get(id).cloned().ok_or_else(|| {
+                OffloadError::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "device {id} is not available ({} device(s) present)",
+                        slots.len()
+                    ),
+                )
+            })?;
+            (slot, slots.len())
+        };
+        let state = slot
+            .state
+            .get_or_init(|| {
+                let plugin = &self.plugins[slot.plugin];
+                plugin
+                    .open_device(slot.index, id, total)
+                    .map(|backend| Arc::new(DeviceState::new(id, crate::profile::observe(id, backend))))
+            })
+            .clone()?;
+        let generation = self.generation.load(Ordering::Acquire);
+        if !state.loaded(generation) {
+            self.load_images(&state, generation)?;
+        }
+        Ok(state)
+    }
+
+    pub fn register(&self, desc: &BinDesc) {
+        let host_entries = entries(desc.host_entries_begin, desc.host_entries_end);
+        let mut images = Vec::new();
+        for i in 0..desc.num_device_images.max(0) as usize {
+            // SAFETY: clang's descriptor holds `num_device_images` images.
+            let image = unsafe { &*desc.device_images.add(i) };
+            match parse_container(image.image_start as usize, image.image_end as usize) {
+                Ok(raw) => {
+                    if let Some(why) = &raw.corrupted {
+                        diag::error(&format!("device image {i} ({}) of the registered program is corrupted and will not be loaded: {why}", raw.describe()));
+                    }
+                    images.push(raw)
+                }
+                Err(why) => diag::error(&format!(
+                    "device image {i} of the registered program: {why}"
+                )),
+            }
+        }
+        for entry in &host_entries {
+            if EntryFlags::from_bits_retain(entry.flags).contains(EntryFlags::REQUIRES) {
+                self.add_requirements(entry.data);
+            }
+        }
+        let id = desc as *const BinDesc as u64;
+        self.assign_devices(id, &images);
+        let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
+        debug!(
+            "registering library {id:#x}: {} image(s), {} entries",
+            images.len(),
+            host_entries.len()
+        );
+        libraries.push(Library {
+            id,
+            host_entries,
+            images,
+        });
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// A registered program's `requires` flags: the first non-zero set is kept, and every later
+    /// one must agree on each clause LLVM compares (fatal error 2 otherwise, as LLVM's).
+    fn add_requirements(&self, flags: u64) {
+        const CLAUSES: [(u64, &str); 4] = [(0x2, "reverse_offload"), (0x4, "unified_address"), (0x8, "unified_shared_memory"), (0x10, "dynamic_allocators")];
+        if flags == 0 {
+            return;
+        }
+        let previous = self.requires.compare_exchange(0, flags, Ordering::AcqRel, Ordering::Acquire);
+        let Err(set) = previous else { return };
+        for (bit, clause) in CLAUSES {
+            if set & bit != flags & bit {
+                diag::fatal(2, &format!("'#pragma omp requires {clause}' not used consistently!"));
+            }
+        }
+    }
+
+    /// Whether the program requires unified shared memory (`requires unified_shared_memory`).
+    pub fn requires_unified_shared_memory(&self) -> bool {
+        self.requires.load(Ordering::Acquire) & 0x8 != 0
+    }
+
+    pub fn unregister(&self, desc: &BinDesc) {
+        let id = desc as *const BinDesc as u64;
+        let slots: Vec<Arc<DeviceSlot>> = self.slots().clone();
+        for slot in &slots {
+            if let Some(Ok(state)) = slot.state.get() {
+                state.unload(id);
+            }
+        }
+        let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
+        libraries.retain(|l| l.id != id);
+        self.unserved.lock().unwrap_or_else(|e| e.into_inner()).retain(|(library, _)| *library != id);
+    }
+
+
+    fn load_images(&self, state: &DeviceState, generation: u64) -> Result<()> {
+        let libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
+        let (plugin, index) = {
+            let slots = self.slots();
+            (slots[state.id].plugin, slots[state.id].index)
+        };
+        let requires_usm = self.requires_unified_shared_memory();
+        state.load_images(&*self.plugins[plugin], index, &libraries, generation, requires_usm)
+    }
+}
