@@ -6,15 +6,14 @@
 //! program loads our `libomptarget.so.22.1`, and LLVM 22's directory for `libomp.so.5`.
 //! `--runtime=llvm` builds against LLVM's reference libomptarget instead.
 
-use crate::paths::{LLVM_LIB};
 use crate::bail;
 use crate::devicertl;
-use crate::paths::dist_lib;
-use std::path::Path;
-use crate::paths::llvm_ref_dir;
 use crate::paths::cuda_dir;
+use crate::paths::dist_lib;
+use crate::paths::llvm_ref_dir;
+use crate::paths::LLVM_LIB;
 use crate::util::{self, Cmd, Result};
-
+use std::path::Path;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Runtime {
@@ -145,7 +144,10 @@ pub fn run(cxx: bool, args: &[String]) -> Result<i32> {
     let (runtime, user) = split_runtime(args)?;
     let plugin = crate::pass::plugin_path();
     if !plugin.is_file() {
-        bail!("{} is missing: `cargo xtask host` builds it", crate::util::show(&plugin));
+        bail!(
+            "{} is missing: `cargo xtask host` builds it",
+            crate::util::show(&plugin)
+        );
     }
     if runtime == Runtime::Llvm && !llvm_ref_dir().join("libomptarget.so").exists() {
         crate::host::link_llvm_reference();
@@ -187,6 +189,8 @@ mod tests {
         assert!(!line.contains("-nogpulib"));
         assert!(line.contains("-Xoffload-linker-nvptx64-nvidia-cuda"));
         assert!(line.contains("-Xarch_device -fpass-plugin="), "{line}");
-        assert!(!command_without_pass(false, &s(&["a.c"])).display().contains("pass-plugin"));
+        assert!(!command_without_pass(false, &s(&["a.c"]))
+            .display()
+            .contains("pass-plugin"));
     }
 }

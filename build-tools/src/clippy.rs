@@ -49,13 +49,19 @@ pub fn run() -> Result<()> {
 
     timed(
         "formatting (cargo fmt --all --check)".into(),
-        Cmd::new(util::cargo()).in_root().args(["fmt", "--all", "--check"]),
+        Cmd::new(util::cargo())
+            .in_root()
+            .args(["fmt", "--all", "--check"]),
     )?;
     timed(
         "formatting of fuzz/ (its own workspace)".into(),
-        Cmd::new(util::cargo())
-            .in_root()
-            .args(["fmt", "--all", "--check", "--manifest-path", "fuzz/Cargo.toml"]),
+        Cmd::new(util::cargo()).in_root().args([
+            "fmt",
+            "--all",
+            "--check",
+            "--manifest-path",
+            "fuzz/Cargo.toml",
+        ]),
     )?;
 
     for (name, took, ok) in &runs {

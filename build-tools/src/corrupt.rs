@@ -54,10 +54,18 @@ pub struct Tally {
 
 impl Tally {
     pub fn bad(&self) -> usize {
-        self.endings.iter().filter(|(e, _)| e.is_bad()).map(|(_, n)| n).sum()
+        self.endings
+            .iter()
+            .filter(|(e, _)| e.is_bad())
+            .map(|(_, n)| n)
+            .sum()
     }
     fn count(&self, f: impl Fn(&Ending) -> bool) -> usize {
-        self.endings.iter().filter(|(e, _)| f(e)).map(|(_, n)| n).sum()
+        self.endings
+            .iter()
+            .filter(|(e, _)| f(e))
+            .map(|(_, n)| n)
+            .sum()
     }
     fn print(&self, runtime: &str, total: usize) {
         println!(
@@ -68,7 +76,11 @@ impl Tally {
             self.count(|e| matches!(e, Ending::Crashed(_))),
             self.count(|e| *e == Ending::Hung),
         );
-        let mut rows: Vec<_> = self.endings.iter().filter(|(e, _)| **e != Ending::Passed).collect();
+        let mut rows: Vec<_> = self
+            .endings
+            .iter()
+            .filter(|(e, _)| **e != Ending::Passed)
+            .collect();
         rows.sort_by(|a, b| b.1.cmp(a.1));
         for (ending, n) in rows {
             let text = match ending {
@@ -105,7 +117,9 @@ fn header_ranges(program: &[u8]) -> Result<Vec<(usize, usize)>> {
     let section = file
         .section_by_name(".llvm.offloading")
         .context(|| "the program has no .llvm.offloading section")?;
-    let (start, _) = section.file_range().context(|| ".llvm.offloading has no file data")?;
+    let (start, _) = section
+        .file_range()
+        .context(|| ".llvm.offloading has no file data")?;
     let start = start as usize;
     let u64_at = |at: usize| -> Result<usize> {
         let bytes: [u8; 8] = program
@@ -118,7 +132,12 @@ fn header_ranges(program: &[u8]) -> Result<Vec<(usize, usize)>> {
     let elf = start + u64_at(entry + 24)?;
     let phoff = u64_at(elf + 32)?;
     let phnum = usize::from(u16::from_le_bytes([program[elf + 56], program[elf + 57]]));
-    Ok(vec![(start, 32), (entry, 40), (elf, 64), (elf + phoff, phnum * 56)])
+    Ok(vec![
+        (start, 32),
+        (entry, 40),
+        (elf, 64),
+        (elf + phoff, phnum * 56),
+    ])
 }
 
 /// `count` bytes of the header ranges, each flipped in one bit or replaced by a random byte.
@@ -140,7 +159,11 @@ fn mutate(program: &mut [u8], ranges: &[(usize, usize)], rng: &mut Rng) -> Vec<S
             .expect("pick lies in a range");
         let at = start + pick;
         let old = program[at];
-        program[at] = if rng.next() & 1 == 0 { old ^ (1 << rng.below(8)) } else { rng.next() as u8 };
+        program[at] = if rng.next() & 1 == 0 {
+            old ^ (1 << rng.below(8))
+        } else {
+            rng.next() as u8
+        };
         changes.push(format!("{at:#x}: {old:#04x} -> {:#04x}", program[at]));
     }
     changes
@@ -152,7 +175,9 @@ fn classify(status: Option<std::process::ExitStatus>, stderr: &str) -> Ending {
         .lines()
         .find(|l| l.starts_with("omptarget") || l.contains("rustomp"))
         .map(mask_digits);
-    let Some(status) = status else { return Ending::Hung };
+    let Some(status) = status else {
+        return Ending::Hung;
+    };
     match (status.code(), status.signal(), message) {
         (Some(0), _, _) => Ending::Passed,
         (Some(_), _, Some(m)) | (None, Some(SIGABRT), Some(m)) => Ending::Refused(m),
@@ -160,7 +185,9 @@ fn classify(status: Option<std::process::ExitStatus>, stderr: &str) -> Ending {
             "exit {code}: {}",
             stderr.lines().next().map(mask_digits).unwrap_or_default()
         )),
-        (_, Some(signal), _) => Ending::Crashed(format!("signal {signal} ({})", signal_name(signal))),
+        (_, Some(signal), _) => {
+            Ending::Crashed(format!("signal {signal} ({})", signal_name(signal)))
+        }
         _ => Ending::Crashed("unknown status".into()),
     }
 }
@@ -274,7 +301,10 @@ pub fn run(o: &Options) -> Result<Tally> {
         }
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755));
-        let endings = runtimes.iter().map(|&llvm| run_variant(&path, llvm)).collect();
+        let endings = runtimes
+            .iter()
+            .map(|&llvm| run_variant(&path, llvm))
+            .collect();
         let _ = std::fs::remove_file(&path);
         endings
     });
@@ -288,7 +318,14 @@ pub fn run(o: &Options) -> Result<Tally> {
         }
     }
     for (r, tally) in tallies.iter().enumerate() {
-        tally.print(if runtimes[r] { "LLVM's libomptarget" } else { "rustomp" }, o.variants);
+        tally.print(
+            if runtimes[r] {
+                "LLVM's libomptarget"
+            } else {
+                "rustomp"
+            },
+            o.variants,
+        );
     }
     Ok(tallies.swap_remove(0))
 }

@@ -49,7 +49,11 @@ pub fn check(triple: &str, bc: &Path, work: &Path) -> Result<()> {
                 .hint(hint)
                 .run()?;
             let text = util::read(&ptx)?;
-            problems.extend(check_ptx(&text, mbarrier).into_iter().map(|p| format!("{cpu}: {p}")));
+            problems.extend(
+                check_ptx(&text, mbarrier)
+                    .into_iter()
+                    .map(|p| format!("{cpu}: {p}")),
+            );
         }
         report(triple, problems)
     } else {
@@ -425,13 +429,14 @@ mod tests {
         assert!(check(&unfenced)
             .iter()
             .any(|p| p.contains("relaxed RMW with no fence")));
-        assert!(check_ptx(&good(false).replace("\tcall.uni _R4fence, ();\n", ""), false)
-            .iter()
-            .any(|p| p.contains("lacks its CTA-scope")));
+        assert!(check_ptx(
+            &good(false).replace("\tcall.uni _R4fence, ();\n", ""),
+            false
+        )
+        .iter()
+        .any(|p| p.contains("lacks its CTA-scope")));
         let no_named = good(true).replace("barrier.sync \t1, %r1;", "");
-        assert!(check(&no_named)
-            .iter()
-            .any(|p| p.contains("named barrier")));
+        assert!(check(&no_named).iter().any(|p| p.contains("named barrier")));
         let active = good(true).replace("\tshfl.sync", "\tactivemask.b32 \t%r9;\n\tshfl.sync");
         assert!(check(&active).iter().any(|p| p.contains("activemask")));
         let aligned = good(true).replace("barrier.sync \t0;", "barrier.sync.aligned \t0;");
@@ -458,10 +463,16 @@ mod tests {
             "atom.acquire.sys.global.cas.b32 \t%r1, [__rustomp_host_call_lock], 0, 1;",
             "atom.acquire.sys.cas.b32 \t%r1, [%rd7], 0, 1;",
         );
-        assert!(check(&on_port).iter().any(|p| p.contains("may reach the port")));
+        assert!(check(&on_port)
+            .iter()
+            .any(|p| p.contains("may reach the port")));
         let weak_wait = good(true).replace("ld.acquire.sys.b32", "ld.b32");
-        assert!(check(&weak_wait).iter().any(|p| p.contains("ld.acquire.sys")));
+        assert!(check(&weak_wait)
+            .iter()
+            .any(|p| p.contains("ld.acquire.sys")));
         let weak_post = good(true).replace("st.release.sys.b32", "st.b32");
-        assert!(check(&weak_post).iter().any(|p| p.contains("st.release.sys")));
+        assert!(check(&weak_post)
+            .iter()
+            .any(|p| p.contains("st.release.sys")));
     }
 }

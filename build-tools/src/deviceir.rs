@@ -146,7 +146,6 @@ fn mentions(text: &str, name: &str) -> bool {
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,8 +21,8 @@
 //! result; it edits no IR but the CPU attributes, and marks every function definition with the
 //! string attribute `"rustomp-runtime"` (which the indirect-call pass, `compiler/`, skips).
 
-use crate::paths::{dist_lib};
 use crate::bail;
+use crate::paths::dist_lib;
 use crate::util::{self, at, Cmd, Context, Result};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -49,7 +49,13 @@ pub const TARGETS: [Target; 2] = [
         // is `.extern .shared` by definition (sized at launch).
         // `__nvvm_reflect` is folded by the NVPTX backend when the program is compiled for its
         // --offload-arch (NVVMReflect), never linked.
-        allowed_undefined: &["malloc", "free", "vprintf", "__rustomp_dynamic_shared", "__nvvm_reflect"],
+        allowed_undefined: &[
+            "malloc",
+            "free",
+            "vprintf",
+            "__rustomp_dynamic_shared",
+            "__nvvm_reflect",
+        ],
     },
     Target {
         triple: "amdgcn-amd-amdhsa",
@@ -156,7 +162,15 @@ pub fn device_cargo(t: &Target, subcommand: &str, target_dir: &Path) -> Cmd {
     let mut cargo = Cmd::new(util::cargo());
     cargo
         .in_root()
-        .args([subcommand, "-p", "devicertl", "--profile", "device", "--target", t.triple])
+        .args([
+            subcommand,
+            "-p",
+            "devicertl",
+            "--profile",
+            "device",
+            "--target",
+            t.triple,
+        ])
         .args(["-Zbuild-std=core", "--target-dir"])
         .arg(target_dir)
         .env("RUSTC_BOOTSTRAP", "1")
@@ -252,7 +266,8 @@ fn build_one(t: &Target, shared_bytes: u64) -> Result<Built> {
     crate::devicecode::check(t.triple, &final_bc, &work)?;
 
     // 5. The per-unit bitcode: the same code, the state only declared.
-    let state = crate::deviceir::state_globals(&text).map_err(|e| util::Error(format!("{}: {e}", t.triple)))?;
+    let state = crate::deviceir::state_globals(&text)
+        .map_err(|e| util::Error(format!("{}: {e}", t.triple)))?;
     let builtin_bc = work.join("builtin.bc");
     let mut extract = Cmd::new("llvm-extract-22");
     extract.arg("--delete").arg("--glob=llvm.used");
@@ -324,11 +339,17 @@ fn mark_runtime_functions(text: &str) -> String {
     let groups: BTreeSet<&str> = text
         .lines()
         .filter(|l| l.starts_with("define "))
-        .flat_map(|l| l.split_whitespace().filter(|t| t.len() > 1 && t.starts_with('#') && t[1..].bytes().all(|b| b.is_ascii_digit())))
+        .flat_map(|l| {
+            l.split_whitespace().filter(|t| {
+                t.len() > 1 && t.starts_with('#') && t[1..].bytes().all(|b| b.is_ascii_digit())
+            })
+        })
         .collect();
     let mut out = String::with_capacity(text.len() + groups.len() * 20);
     for line in text.lines() {
-        let group = line.strip_prefix("attributes ").and_then(|r| r.split_whitespace().next());
+        let group = line
+            .strip_prefix("attributes ")
+            .and_then(|r| r.split_whitespace().next());
         match (group, line.strip_suffix(" }")) {
             (Some(g), Some(body)) if groups.contains(g) => {
                 out.push_str(body);
@@ -448,7 +469,10 @@ mod tests {
     fn definitions_are_marked_as_the_runtime() {
         let ll = "define void @f() #0 {\n  ret void\n}\ndeclare void @llvm.trap() #1\nattributes #0 = { nounwind }\nattributes #1 = { cold noreturn }\n";
         let out = mark_runtime_functions(ll);
-        assert!(out.contains("attributes #0 = { nounwind \"rustomp-runtime\" }"), "{out}");
+        assert!(
+            out.contains("attributes #0 = { nounwind \"rustomp-runtime\" }"),
+            "{out}"
+        );
         assert!(out.contains("attributes #1 = { cold noreturn }"), "{out}");
     }
 

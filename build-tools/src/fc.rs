@@ -20,12 +20,12 @@
 //! rustomp's GPU device runtime does not provide it (see [`refusal`]).
 
 use crate::cc::{self, Runtime};
-use crate::paths::LLVM_LIB;
 use crate::devicertl;
-use crate::paths::dist_lib;
-use crate::paths::llvm_ref_dir;
 use crate::host_devicertl;
 use crate::paths::cuda_dir;
+use crate::paths::dist_lib;
+use crate::paths::llvm_ref_dir;
+use crate::paths::LLVM_LIB;
 use crate::util::{self, Cmd, Result};
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -40,7 +40,10 @@ pub const OVERRIDE_VARIABLE: &str = "FCC_OVERRIDE_OPTIONS";
 /// Whether `path` is a Fortran source flang compiles (free or fixed form, preprocessed or not).
 pub fn is_fortran(path: &Path) -> bool {
     path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
-        matches!(e.to_ascii_lowercase().as_str(), "f" | "for" | "f90" | "f95" | "f03" | "f08" | "f18")
+        matches!(
+            e.to_ascii_lowercase().as_str(),
+            "f" | "for" | "f90" | "f95" | "f03" | "f08" | "f18"
+        )
     })
 }
 
@@ -49,9 +52,15 @@ pub fn is_fortran(path: &Path) -> bool {
 /// flags into its flang configuration file.
 pub fn device_flags(lib: &Path) -> Vec<String> {
     let mut flags = vec!["-nogpulib".to_string()];
-    let triples = devicertl::TARGETS.iter().map(|t| t.triple).chain([host_devicertl::TRIPLE]);
+    let triples = devicertl::TARGETS
+        .iter()
+        .map(|t| t.triple)
+        .chain([host_devicertl::TRIPLE]);
     for triple in triples {
-        for arg in [format!("-L{}", lib.join(triple).display()), "-lompdevice".to_string()] {
+        for arg in [
+            format!("-L{}", lib.join(triple).display()),
+            "-lompdevice".to_string(),
+        ] {
             flags.push(format!("-Xoffload-linker-{triple}"));
             flags.push(arg);
         }
@@ -81,7 +90,10 @@ pub fn command(runtime: Runtime, user: &[String]) -> Cmd {
     if cuda_bin.join("ptxas").is_file() {
         cmd.env("PATH", path_with(&cuda_bin));
     }
-    if !user.iter().any(|a| a == "-fopenmp" || a.starts_with("-fopenmp=")) {
+    if !user
+        .iter()
+        .any(|a| a == "-fopenmp" || a.starts_with("-fopenmp="))
+    {
         cmd.arg("-fopenmp");
     }
     let lib = dist_lib();
@@ -118,7 +130,11 @@ pub fn undefined_device_symbols(log: &str) -> BTreeSet<String> {
             }
         } else if let Some(rest) = line.split("undefined symbol: ").nth(1) {
             out.insert(rest.trim().to_string());
-        } else if let Some(rest) = line.split("undefined reference to `").nth(1).filter(|_| in_x86_64_device_object) {
+        } else if let Some(rest) = line
+            .split("undefined reference to `")
+            .nth(1)
+            .filter(|_| in_x86_64_device_object)
+        {
             if let Some(sym) = rest.split('\'').next() {
                 out.insert(sym.to_string());
             }
@@ -177,12 +193,24 @@ mod tests {
     fn every_triple_gets_its_device_runtime() {
         let flags = device_flags(Path::new("/p/lib")).join(" ");
         assert!(flags.starts_with("-nogpulib "));
-        for t in ["nvptx64-nvidia-cuda", "amdgcn-amd-amdhsa", "x86_64-pc-linux-gnu"] {
-            assert!(flags.contains(&format!("-Xoffload-linker-{t} -L/p/lib/{t} -Xoffload-linker-{t} -lompdevice")), "{t}: {flags}");
+        for t in [
+            "nvptx64-nvidia-cuda",
+            "amdgcn-amd-amdhsa",
+            "x86_64-pc-linux-gnu",
+        ] {
+            assert!(
+                flags.contains(&format!(
+                    "-Xoffload-linker-{t} -L/p/lib/{t} -Xoffload-linker-{t} -lompdevice"
+                )),
+                "{t}: {flags}"
+            );
         }
         let line = command(Runtime::Ours, &s(&["--offload-arch=sm_90", "a.f90"])).display();
         assert_eq!(line.matches(" -fopenmp ").count(), 1);
-        assert!(!line.contains("--cuda-path"), "flang-22 rejects --cuda-path: {line}");
+        assert!(
+            !line.contains("--cuda-path"),
+            "flang-22 rejects --cuda-path: {line}"
+        );
     }
 
     #[test]
@@ -202,7 +230,11 @@ mod tests {
         let undefined = undefined_device_symbols(log);
         assert_eq!(
             undefined.iter().map(String::as_str).collect::<Vec<_>>(),
-            ["_FortranASumReal8", "_FortranAioBeginExternalListOutput", "__kmpc_target_init"]
+            [
+                "_FortranASumReal8",
+                "_FortranAioBeginExternalListOutput",
+                "__kmpc_target_init"
+            ]
         );
         let lines = refusal(&undefined);
         assert_eq!(

@@ -61,7 +61,6 @@ fn bin_dir() -> PathBuf {
     work_dir().join(TRIPLE).join("release")
 }
 
-
 /// The targets: `fuzz/fuzz_targets/*.rs`, by name.
 pub fn targets() -> Vec<String> {
     util::files_matching(&fuzz_dir().join("fuzz_targets"), "", ".rs")
@@ -82,13 +81,15 @@ fn has_toolchain(toolchain: &str) -> Result<bool> {
 /// Whether `rustup toolchain list` output names `toolchain` (`nightly` matches
 /// `nightly-x86_64-unknown-linux-gnu`, not `nightly-2026-05-19-x86_64-unknown-linux-gnu`).
 fn lists_toolchain(list: &str, toolchain: &str) -> bool {
-    list.lines().filter_map(|l| l.split_whitespace().next()).any(|name| {
-        name == toolchain
-            || name
-                .strip_prefix(toolchain)
-                .and_then(|rest| rest.strip_prefix('-'))
-                .is_some_and(|host| !host.starts_with(|c: char| c.is_ascii_digit()))
-    })
+    list.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .any(|name| {
+            name == toolchain
+                || name
+                    .strip_prefix(toolchain)
+                    .and_then(|rest| rest.strip_prefix('-'))
+                    .is_some_and(|host| !host.starts_with(|c: char| c.is_ascii_digit()))
+        })
 }
 
 /// `cargo xtask setup`'s step: installs the fuzzing toolchain when missing. Returns whether it
@@ -141,14 +142,24 @@ fn rustflags() -> String {
 /// Builds `targets` (all when empty) and returns the directory of their binaries.
 pub fn build(targets: &[String]) -> Result<PathBuf> {
     if util::which("rustup").is_none() {
-        bail!("rustup is not on PATH; `cargo xtask fuzz` builds with `rustup run {} cargo`", toolchain());
+        bail!(
+            "rustup is not on PATH; `cargo xtask fuzz` builds with `rustup run {} cargo`",
+            toolchain()
+        );
     }
     let toolchain = toolchain();
     let mut cmd = Cmd::new("rustup");
     cmd.in_root()
         .args(["run", &toolchain, "cargo", "build", "--manifest-path"])
         .arg(fuzz_dir().join("Cargo.toml"))
-        .args(["--target", TRIPLE, "--release", "--config", "profile.release.debug=\"line-tables-only\"", "--target-dir"])
+        .args([
+            "--target",
+            TRIPLE,
+            "--release",
+            "--config",
+            "profile.release.debug=\"line-tables-only\"",
+            "--target-dir",
+        ])
         .arg(work_dir());
     if targets.is_empty() {
         cmd.arg("--bins");
@@ -157,7 +168,10 @@ pub fn build(targets: &[String]) -> Result<PathBuf> {
         cmd.args(["--bin", t]);
     }
     // libfuzzer-sys compiles libFuzzer (C++) with `c++`; a machine with only LLVM 22 has clang++-22.
-    if std::env::var_os("CXX").is_none() && util::which("c++").is_none() && util::which("clang++-22").is_some() {
+    if std::env::var_os("CXX").is_none()
+        && util::which("c++").is_none()
+        && util::which("clang++-22").is_some()
+    {
         cmd.env("CXX", "clang++-22");
     }
     // Ours, not what the `cargo xtask` that started us was given.
@@ -188,7 +202,9 @@ pub struct Outcome {
 
 /// The value after `key` on a line of libFuzzer's final statistics.
 fn stat(log: &str, key: &str) -> Option<u64> {
-    log.lines().rev().find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+    log.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
 }
 
 /// The execution count of libFuzzer's last progress line (`#1234\tNEW ...`), for a run that
@@ -196,14 +212,20 @@ fn stat(log: &str, key: &str) -> Option<u64> {
 fn last_progress(log: &str) -> Option<u64> {
     log.lines().rev().find_map(|l| {
         let rest = l.strip_prefix('#')?;
-        rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+        rest.split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
     })
 }
 
 /// Whether the log holds a report of libFuzzer, a sanitizer or a panic.
 fn reported(log: &str) -> bool {
     log.lines().any(|l| {
-        l.contains("ERROR: libFuzzer:") || l.contains("ERROR: AddressSanitizer") || l.contains("ERROR: LeakSanitizer") || l.contains("panicked at")
+        l.contains("ERROR: libFuzzer:")
+            || l.contains("ERROR: AddressSanitizer")
+            || l.contains("ERROR: LeakSanitizer")
+            || l.contains("panicked at")
     })
 }
 
@@ -215,7 +237,12 @@ fn crash_reason(log: &str) -> String {
         let message = lines.get(i + 1).map(|l| l.trim()).unwrap_or_default();
         return format!("{place} {message}");
     }
-    for marker in ["ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "ERROR: libFuzzer", "SUMMARY:"] {
+    for marker in [
+        "ERROR: AddressSanitizer",
+        "ERROR: LeakSanitizer",
+        "ERROR: libFuzzer",
+        "SUMMARY:",
+    ] {
         if let Some(at) = lines.iter().find_map(|l| l.find(marker).map(|i| &l[i..])) {
             return at.trim().to_string();
         }
@@ -224,7 +251,12 @@ fn crash_reason(log: &str) -> String {
 }
 
 /// Runs one built target for `seconds` (and/or `runs` executions).
-pub fn run_target(bins: &Path, target: &str, seconds: Option<u64>, runs: Option<u64>) -> Result<Outcome> {
+pub fn run_target(
+    bins: &Path,
+    target: &str,
+    seconds: Option<u64>,
+    runs: Option<u64>,
+) -> Result<Outcome> {
     let bin = bins.join(target);
     if !bin.is_file() {
         bail!("{} was not built", util::show(&bin));
@@ -236,7 +268,8 @@ pub fn run_target(bins: &Path, target: &str, seconds: Option<u64>, runs: Option<
     for d in [&corpus, &artifacts, &work.join("logs")] {
         util::mkdirs(d)?;
     }
-    let log = File::create(&log_path).context(|| format!("cannot create {}", log_path.display()))?;
+    let log =
+        File::create(&log_path).context(|| format!("cannot create {}", log_path.display()))?;
     let mut cmd = Command::new(&bin);
     cmd.arg(format!("-artifact_prefix={}/", artifacts.display()))
         .arg(format!("-timeout={INPUT_TIMEOUT_S}"))
@@ -264,7 +297,10 @@ pub fn run_target(bins: &Path, target: &str, seconds: Option<u64>, runs: Option<
         if !lsan.is_empty() {
             lsan.push(':');
         }
-        lsan.push_str(&format!("suppressions={}:print_suppressions=0", suppressions.display()));
+        lsan.push_str(&format!(
+            "suppressions={}:print_suppressions=0",
+            suppressions.display()
+        ));
         cmd.env("LSAN_OPTIONS", lsan);
     }
     cmd.env("ASAN_OPTIONS", asan)
@@ -278,7 +314,9 @@ pub fn run_target(bins: &Path, target: &str, seconds: Option<u64>, runs: Option<
     }
     let limit = seconds.map_or(Duration::MAX, |s| Duration::from_secs(s) + GRACE);
     let start = Instant::now();
-    let mut child = cmd.spawn().context(|| format!("cannot start {}", bin.display()))?;
+    let mut child = cmd
+        .spawn()
+        .context(|| format!("cannot start {}", bin.display()))?;
     let status = util::wait_or_kill_group(&mut child, limit)?;
     let wall = start.elapsed();
     let text = String::from_utf8_lossy(&std::fs::read(&log_path).unwrap_or_default()).into_owned();
@@ -293,22 +331,39 @@ pub fn run_target(bins: &Path, target: &str, seconds: Option<u64>, runs: Option<
         Some(work.join(path))
     });
     let crash = match status {
-        None => Some((format!("still running {} s past its time; ended", GRACE.as_secs()), written)),
+        None => Some((
+            format!("still running {} s past its time; ended", GRACE.as_secs()),
+            written,
+        )),
         // libFuzzer's memory watchdog may report while the process exits 0 at its time limit.
-        Some(s) if !s.success() || written.is_some() || reported(&text) => {
-            Some((format!("{} ({})", crash_reason(&text), util::describe(s)), written))
-        }
+        Some(s) if !s.success() || written.is_some() || reported(&text) => Some((
+            format!("{} ({})", crash_reason(&text), util::describe(s)),
+            written,
+        )),
         Some(_) => None,
     };
-    Ok(Outcome { target: target.into(), executions, exec_per_sec, new_units, wall, crash, log: log_path })
+    Ok(Outcome {
+        target: target.into(),
+        executions,
+        exec_per_sec,
+        new_units,
+        wall,
+        crash,
+        log: log_path,
+    })
 }
 
 fn report(o: &Outcome) {
     let verdict = match &o.crash {
         None => "no crash".to_string(),
         Some((why, file)) => {
-            let file = file.as_ref().map_or("no input written".into(), |f| util::show(f));
-            format!("CRASH: {why}\n    input: {file}\n    log:   {}", util::show(&o.log))
+            let file = file
+                .as_ref()
+                .map_or("no input written".into(), |f| util::show(f));
+            format!(
+                "CRASH: {why}\n    input: {file}\n    log:   {}",
+                util::show(&o.log)
+            )
         }
     };
     println!(
@@ -332,21 +387,35 @@ fn report(o: &Outcome) {
 fn select(names: &[String]) -> Result<Vec<String>> {
     let all = targets();
     if all.is_empty() {
-        bail!("no fuzz targets in {}", util::show(&fuzz_dir().join("fuzz_targets")));
+        bail!(
+            "no fuzz targets in {}",
+            util::show(&fuzz_dir().join("fuzz_targets"))
+        );
     }
     for n in names {
         if !all.contains(n) {
             bail!("no fuzz target `{n}` (there are: {})", all.join(", "));
         }
     }
-    Ok(if names.is_empty() { all } else { names.to_vec() })
+    Ok(if names.is_empty() {
+        all
+    } else {
+        names.to_vec()
+    })
 }
 
 /// Builds and runs targets one after another; returns their outcomes.
 fn fuzz(targets: &[String], seconds: Option<u64>, runs: Option<u64>) -> Result<Vec<Outcome>> {
     let start = Instant::now();
-    let bins = build(if targets.len() == self::targets().len() { &[] } else { targets })?;
-    println!("fuzz: targets built in {:.0} s", start.elapsed().as_secs_f64());
+    let bins = build(if targets.len() == self::targets().len() {
+        &[]
+    } else {
+        targets
+    })?;
+    println!(
+        "fuzz: targets built in {:.0} s",
+        start.elapsed().as_secs_f64()
+    );
     let mut outcomes = Vec::new();
     for t in targets {
         let o = run_target(&bins, t, seconds, runs)?;
@@ -367,7 +436,11 @@ pub fn run(o: &Options) -> Result<i32> {
         (s, _) => s,
     };
     let outcomes = fuzz(&targets, seconds, o.runs)?;
-    let crashed: Vec<&str> = outcomes.iter().filter(|o| o.crash.is_some()).map(|o| o.target.as_str()).collect();
+    let crashed: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| o.crash.is_some())
+        .map(|o| o.target.as_str())
+        .collect();
     let total: u64 = outcomes.iter().map(|o| o.executions).sum();
     if crashed.is_empty() {
         println!("fuzz: {total} executions, no crash");
@@ -383,9 +456,16 @@ pub fn run(o: &Options) -> Result<i32> {
 pub fn smoke() -> Result<()> {
     let targets = select(&[])?;
     let outcomes = fuzz(&targets, Some(SMOKE_SECONDS), None)?;
-    let crashed: Vec<&str> = outcomes.iter().filter(|o| o.crash.is_some()).map(|o| o.target.as_str()).collect();
+    let crashed: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| o.crash.is_some())
+        .map(|o| o.target.as_str())
+        .collect();
     if !crashed.is_empty() {
-        bail!("fuzz targets crashed: {} (inputs under target/fuzz/artifacts)", crashed.join(", "));
+        bail!(
+            "fuzz targets crashed: {} (inputs under target/fuzz/artifacts)",
+            crashed.join(", ")
+        );
     }
     Ok(())
 }
@@ -404,14 +484,23 @@ mod tests {
                    artifact_prefix='/t/'; Test unit written to /t/crash-abc\n";
         assert_eq!(last_progress(log), Some(1024));
         assert_eq!(stat(log, "stat::number_of_executed_units:"), None);
-        assert_eq!(crash_reason(log), "thread '<unnamed>' panicked at fuzz_targets/x.rs:3:5: boom");
+        assert_eq!(
+            crash_reason(log),
+            "thread '<unnamed>' panicked at fuzz_targets/x.rs:3:5: boom"
+        );
         let stats = "stat::number_of_executed_units: 2048\nstat::average_exec_per_sec:     99\n";
         assert_eq!(stat(stats, "stat::number_of_executed_units:"), Some(2048));
         assert_eq!(stat(stats, "stat::average_exec_per_sec:"), Some(99));
-        assert_eq!(crash_reason("==7==ERROR: AddressSanitizer: heap-buffer-overflow on x"), "ERROR: AddressSanitizer: heap-buffer-overflow on x");
+        assert_eq!(
+            crash_reason("==7==ERROR: AddressSanitizer: heap-buffer-overflow on x"),
+            "ERROR: AddressSanitizer: heap-buffer-overflow on x"
+        );
         let late = "Done 4049111 runs in 721 second(s)\n==1== ERROR: libFuzzer: out-of-memory (used: 2053Mb; limit: 2048Mb)\n";
         assert!(reported(late) && reported(log) && !reported(stats));
-        assert_eq!(crash_reason(late), "ERROR: libFuzzer: out-of-memory (used: 2053Mb; limit: 2048Mb)");
+        assert_eq!(
+            crash_reason(late),
+            "ERROR: libFuzzer: out-of-memory (used: 2053Mb; limit: 2048Mb)"
+        );
     }
 
     #[test]
@@ -420,7 +509,10 @@ mod tests {
         assert!(!lists_toolchain(list, "nightly"));
         assert!(lists_toolchain(list, "nightly-2026-05-19"));
         assert!(lists_toolchain(list, "1.95.0"));
-        assert!(lists_toolchain("nightly-x86_64-unknown-linux-gnu\n", "nightly"));
+        assert!(lists_toolchain(
+            "nightly-x86_64-unknown-linux-gnu\n",
+            "nightly"
+        ));
     }
 
     #[test]

@@ -3,9 +3,9 @@
 //! runtime of flang's host-offload images (`host_devicertl`) and the LLVM pass plugin those
 //! programs' device code is compiled with (`pass.rs`).
 
-use crate::paths::{LLVM_LIBOMPTARGET, SONAME, llvm_ref_dir};
 use crate::bail;
 use crate::paths::dist_lib;
+use crate::paths::{llvm_ref_dir, LLVM_LIBOMPTARGET, SONAME};
 use crate::util::{self, at, Cmd, Result};
 use std::path::Path;
 

@@ -65,7 +65,15 @@ pub fn build() -> Result<()> {
     util::step("host: x86_64 device runtime for flang's host-offload images (host-devicertl)");
     Cmd::new(util::cargo())
         .in_root()
-        .args(["rustc", "--release", "-p", PACKAGE, "--crate-type", "staticlib", "--"])
+        .args([
+            "rustc",
+            "--release",
+            "-p",
+            PACKAGE,
+            "--crate-type",
+            "staticlib",
+            "--",
+        ])
         .args(["-C", "panic=abort", "-C", "codegen-units=1"])
         .hint("the x86_64 device runtime did not build; fix the error above")
         .run()?;
@@ -75,7 +83,10 @@ pub fn build() -> Result<()> {
         .arg(&staticlib)
         .hint("LLVM 22 tools are needed: `cargo xtask setup`")
         .output()?;
-    let ours: Vec<&str> = members.lines().filter(|m| m.starts_with("rustomp_host_devicertl-")).collect();
+    let ours: Vec<&str> = members
+        .lines()
+        .filter(|m| m.starts_with("rustomp_host_devicertl-"))
+        .collect();
     let [member] = ours.as_slice() else {
         bail!(
             "{} holds {} objects of the crate, expected one (codegen-units=1): {}",
@@ -89,16 +100,28 @@ pub fn build() -> Result<()> {
         std::fs::remove_dir_all(&stage).context(|| format!("cannot clear {}", stage.display()))?;
     }
     util::mkdirs(&stage)?;
-    Cmd::new("llvm-ar-22").arg("x").arg(&staticlib).arg(member).current_dir(&stage).run()?;
+    Cmd::new("llvm-ar-22")
+        .arg("x")
+        .arg(&staticlib)
+        .arg(member)
+        .current_dir(&stage)
+        .run()?;
     let object = stage.join("ompdevice.o");
-    std::fs::rename(stage.join(member), &object).context(|| format!("cannot rename the member {member}"))?;
+    std::fs::rename(stage.join(member), &object)
+        .context(|| format!("cannot rename the member {member}"))?;
     check(&Cmd::new("llvm-nm-22").arg(&object).output()?)?;
     let archive = archive();
     util::mkdirs(archive.parent().unwrap_or(&stage))?;
     let tmp = archive.with_extension("a.tmp");
     let _ = std::fs::remove_file(&tmp);
-    Cmd::new("llvm-ar-22").arg("rcs").arg(&tmp).arg("ompdevice.o").current_dir(&stage).run()?;
-    std::fs::rename(&tmp, &archive).context(|| format!("cannot rename {} to {}", tmp.display(), archive.display()))?;
+    Cmd::new("llvm-ar-22")
+        .arg("rcs")
+        .arg(&tmp)
+        .arg("ompdevice.o")
+        .current_dir(&stage)
+        .run()?;
+    std::fs::rename(&tmp, &archive)
+        .context(|| format!("cannot rename {} to {}", tmp.display(), archive.display()))?;
     println!("host: installed {}", util::show(&archive));
     Ok(())
 }
@@ -118,11 +141,18 @@ fn check(nm: &str) -> Result<()> {
             _ => {}
         }
     }
-    let missing: Vec<&str> = ENTRY_POINTS.iter().copied().filter(|s| !defined.contains(s)).collect();
+    let missing: Vec<&str> = ENTRY_POINTS
+        .iter()
+        .copied()
+        .filter(|s| !defined.contains(s))
+        .collect();
     if !missing.is_empty() {
         bail!("the x86_64 device runtime does not define {}: check the #[no_mangle] exports in host-devicertl/src", missing.join(", "));
     }
-    let stray: Vec<&str> = undefined.into_iter().filter(|s| !LINKED_BY_THE_IMAGE.contains(s)).collect();
+    let stray: Vec<&str> = undefined
+        .into_iter()
+        .filter(|s| !LINKED_BY_THE_IMAGE.contains(s))
+        .collect();
     if !stray.is_empty() {
         bail!(
             "the x86_64 device runtime calls {}, which an image's link does not provide (a panic path into Rust's core library, or a new libc/libomp call to add to LINKED_BY_THE_IMAGE in build-tools/src/host_devicertl.rs)",
@@ -138,10 +168,16 @@ mod tests {
 
     #[test]
     fn object_check() {
-        let mut nm: String = ENTRY_POINTS.iter().map(|s| format!("0000000000000000 T {s}\n")).collect();
+        let mut nm: String = ENTRY_POINTS
+            .iter()
+            .map(|s| format!("0000000000000000 T {s}\n"))
+            .collect();
         nm.push_str("                 U __kmpc_fork_call\n0000000000000010 t local_helper\n");
         assert!(check(&nm).is_ok());
-        let err = check(&format!("{nm}                 U _RNvNtCs1_4core9panicking5panic\n")).unwrap_err();
+        let err = check(&format!(
+            "{nm}                 U _RNvNtCs1_4core9panicking5panic\n"
+        ))
+        .unwrap_err();
         assert!(err.to_string().contains("core9panicking"), "{err}");
         let err = check("0000000000000000 T __kmpc_target_init\n").unwrap_err();
         assert!(err.to_string().contains("__kmpc_parallel_60"), "{err}");

@@ -160,11 +160,17 @@ fn dispatch(args: &[String]) -> Result<i32> {
             return bench::run(bench::Options { quick, filter });
         }
         "corrupt" => {
-            let mut o = corrupt::Options { variants: 1000, seed: 0x5eed, llvm: false };
+            let mut o = corrupt::Options {
+                variants: 1000,
+                seed: 0x5eed,
+                llvm: false,
+            };
             let mut rest = rest.iter();
             while let Some(a) = rest.next() {
                 let mut number = |what: &str| -> Result<u64> {
-                    let Some(v) = rest.next() else { bail!("`{a}` needs {what}") };
+                    let Some(v) = rest.next() else {
+                        bail!("`{a}` needs {what}")
+                    };
                     match v.parse() {
                         Ok(n) => Ok(n),
                         Err(_) => bail!("`{a}` needs {what}, got `{v}`"),
@@ -180,7 +186,12 @@ fn dispatch(args: &[String]) -> Result<i32> {
             return Ok(i32::from(corrupt::run(&o)?.bad() > 0));
         }
         "fuzz" => {
-            let mut o = fuzz::Options { targets: Vec::new(), seconds: None, runs: None, remake_corpus: false };
+            let mut o = fuzz::Options {
+                targets: Vec::new(),
+                seconds: None,
+                runs: None,
+                remake_corpus: false,
+            };
             let mut rest = rest.iter();
             while let Some(a) = rest.next() {
                 let mut number = || -> Result<u64> {
@@ -215,7 +226,11 @@ fn dispatch(args: &[String]) -> Result<i32> {
                             prefix = Some(p.into());
                             continue;
                         }
-                        let accepted = if cmd == "install" { "--prefix P, --deb" } else { "--prefix P" };
+                        let accepted = if cmd == "install" {
+                            "--prefix P, --deb"
+                        } else {
+                            "--prefix P"
+                        };
                         bail!("`cargo xtask {cmd}` does not take `{other}` (accepted: {accepted})")
                     }
                 }

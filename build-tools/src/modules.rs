@@ -44,7 +44,15 @@ pub fn run(args: &[String]) -> Result<i32> {
             for (module, uses) in &graph.edges {
                 let uses: Vec<String> = uses
                     .iter()
-                    .map(|u| format!("{u} ({})", graph.because.get(&(module.clone(), u.clone())).map_or("", String::as_str)))
+                    .map(|u| {
+                        format!(
+                            "{u} ({})",
+                            graph
+                                .because
+                                .get(&(module.clone(), u.clone()))
+                                .map_or("", String::as_str)
+                        )
+                    })
                     .collect();
                 println!("  {module} -> {}", uses.join(", "));
             }
@@ -118,7 +126,9 @@ fn paths(text: &str) -> Vec<Vec<String>> {
                     j += 1;
                 }
                 segments.push(text[start..j].to_string());
-                if text[j..].starts_with("::") && bytes.get(j + 2).is_some_and(|&b| is_ident(b) || b == b'{') {
+                if text[j..].starts_with("::")
+                    && bytes.get(j + 2).is_some_and(|&b| is_ident(b) || b == b'{')
+                {
                     j += 2;
                     if bytes[j] == b'{' {
                         // A group: each member continues the path.
@@ -172,8 +182,13 @@ fn code_only(text: &str) -> String {
             previous = c;
         }
         let trimmed = kept.trim_start();
-        let opens_module = (trimmed.starts_with("mod ") || trimmed.starts_with("pub mod ")) && trimmed.trim_end().ends_with('{');
-        let kept = if inline_modules.is_empty() { kept } else { kept.replace("super::", "self::") };
+        let opens_module = (trimmed.starts_with("mod ") || trimmed.starts_with("pub mod "))
+            && trimmed.trim_end().ends_with('{');
+        let kept = if inline_modules.is_empty() {
+            kept
+        } else {
+            kept.replace("super::", "self::")
+        };
         for c in kept.chars() {
             match c {
                 '{' => depth += 1,
@@ -199,7 +214,10 @@ impl Graph {
     pub fn of_crate(src: &Path) -> Result<Self> {
         let mut files = Vec::new();
         rust_files(src, &mut files)?;
-        let modules: BTreeMap<String, PathBuf> = files.iter().map(|f| (module_of(src, f), f.clone())).collect();
+        let modules: BTreeMap<String, PathBuf> = files
+            .iter()
+            .map(|f| (module_of(src, f), f.clone()))
+            .collect();
         let texts: BTreeMap<&String, String> = modules
             .iter()
             .map(|(m, f)| Ok((m, code_only(&std::fs::read_to_string(f)?))))
@@ -219,7 +237,10 @@ impl Graph {
                     exported = false;
                 }
             }
-            for line in text.lines().filter(|l| l.trim_start().starts_with("pub use ")) {
+            for line in text
+                .lines()
+                .filter(|l| l.trim_start().starts_with("pub use "))
+            {
                 for path in paths(line.trim_start().trim_start_matches("pub use ")) {
                     if let Some(target) = resolve(module, &path[..path.len() - 1], &modules) {
                         reexports.insert(((*module).clone(), path[path.len() - 1].clone()), target);
@@ -231,22 +252,34 @@ impl Graph {
         let mut because = BTreeMap::new();
         for (module, text) in &texts {
             let mut used = BTreeSet::new();
-            let lines = text
-                .lines()
-                .filter(|l| !l.trim_start().starts_with("pub use ") && !l.trim_start().starts_with("pub(crate) use "));
+            let lines = text.lines().filter(|l| {
+                !l.trim_start().starts_with("pub use ")
+                    && !l.trim_start().starts_with("pub(crate) use ")
+            });
             for path in lines.flat_map(paths) {
-                let Some(target) = resolve(module, &path, &modules) else { continue };
+                let Some(target) = resolve(module, &path, &modules) else {
+                    continue;
+                };
                 // A name the target re-exports is the defining module's.
                 let last = path.last().cloned().unwrap_or_default();
-                let target = reexports.get(&(target.clone(), last)).cloned().unwrap_or(target);
+                let target = reexports
+                    .get(&(target.clone(), last))
+                    .cloned()
+                    .unwrap_or(target);
                 if target != **module {
-                    because.entry(((*module).clone(), target.clone())).or_insert_with(|| path.join("::"));
+                    because
+                        .entry(((*module).clone(), target.clone()))
+                        .or_insert_with(|| path.join("::"));
                     used.insert(target);
                 }
             }
             edges.insert((*module).clone(), used);
         }
-        Ok(Graph { modules, edges, because })
+        Ok(Graph {
+            modules,
+            edges,
+            because,
+        })
     }
 
     /// The strongly connected components of more than one module, each sorted.
@@ -314,7 +347,11 @@ impl Graph {
 
 /// The module a path used in `from` names (its longest prefix that is a module), if any.
 fn resolve(from: &str, path: &[String], modules: &BTreeMap<String, PathBuf>) -> Option<String> {
-    let here: Vec<&str> = if from == "crate" { vec![] } else { from.split("::").collect() };
+    let here: Vec<&str> = if from == "crate" {
+        vec![]
+    } else {
+        from.split("::").collect()
+    };
     let (mut base, rest): (Vec<String>, &[String]) = match path.first()?.as_str() {
         "crate" => (vec![], &path[1..]),
         "self" => (here.iter().map(|s| s.to_string()).collect(), &path[1..]),
@@ -332,7 +369,11 @@ fn resolve(from: &str, path: &[String], modules: &BTreeMap<String, PathBuf>) -> 
     };
     // The module the prefix names (the crate root for an empty one), then the longest run of
     // the path's segments that are modules inside it.
-    let start = if base.is_empty() { "crate".to_string() } else { base.join("::") };
+    let start = if base.is_empty() {
+        "crate".to_string()
+    } else {
+        base.join("::")
+    };
     let mut best = modules.contains_key(&start).then_some(start);
     for segment in rest {
         base.push(segment.clone());
@@ -345,11 +386,17 @@ fn resolve(from: &str, path: &[String], modules: &BTreeMap<String, PathBuf>) -> 
     }
     // A bare name (`child::item`) counts only when it starts with a module: other paths
     // (`std::...`, `core::...`, an enum's variants) are not this crate's modules.
-    let prefixed = path.first().is_some_and(|p| matches!(p.as_str(), "crate" | "super" | "self"));
+    let prefixed = path
+        .first()
+        .is_some_and(|p| matches!(p.as_str(), "crate" | "super" | "self"));
     if prefixed {
         best
     } else {
-        let first = if here.is_empty() { path[0].clone() } else { format!("{}::{}", here.join("::"), path[0]) };
+        let first = if here.is_empty() {
+            path[0].clone()
+        } else {
+            format!("{}::{}", here.join("::"), path[0])
+        };
         modules.contains_key(&first).then_some(best).flatten()
     }
 }
@@ -378,12 +425,18 @@ mod tests {
     fn super_inside_an_inline_module_is_the_files_own_module() {
         let text = code_only("use super::x;\nmod tests {\n    use super::y;\n}\nuse super::z;\n");
         assert_eq!(text.matches("self::y").count(), 1, "{text}");
-        assert!(text.contains("super::x") && text.contains("super::z"), "{text}");
+        assert!(
+            text.contains("super::x") && text.contains("super::z"),
+            "{text}"
+        );
     }
 
     #[test]
     fn paths_are_read_with_groups() {
-        assert_eq!(paths("use crate::a::{b, c::D};"), vec![vec!["crate", "a", "b"], vec!["crate", "a", "c"]]);
+        assert_eq!(
+            paths("use crate::a::{b, c::D};"),
+            vec![vec!["crate", "a", "b"], vec!["crate", "a", "c"]]
+        );
         assert_eq!(paths("x = super::y::f(1);"), vec![vec!["super", "y", "f"]]);
     }
 
@@ -393,7 +446,10 @@ mod tests {
             ("lib.rs", "mod arch; mod heap; mod state;\n"),
             ("arch.rs", "pub fn f() {}\n"),
             ("heap.rs", "use crate::arch;\npub fn g() { arch::f() }\n"),
-            ("state.rs", "use crate::heap::g;\n// crate::state::nothing in a comment\n"),
+            (
+                "state.rs",
+                "use crate::heap::g;\n// crate::state::nothing in a comment\n",
+            ),
         ]);
         assert!(layered.cycles().is_empty(), "{:?}", layered.edges);
         let cyclic = crate_with(&[
@@ -401,7 +457,10 @@ mod tests {
             ("a.rs", "use crate::b::g;\npub fn f() {}\n"),
             ("b.rs", "pub fn g() { crate::a::f() }\n"),
         ]);
-        assert_eq!(cyclic.cycles(), vec![vec!["a".to_string(), "b".to_string()]]);
+        assert_eq!(
+            cyclic.cycles(),
+            vec![vec!["a".to_string(), "b".to_string()]]
+        );
     }
 
     #[test]
@@ -410,11 +469,21 @@ mod tests {
         // `backend`, not to `generic`, and no cycle with the parent that declares it.
         let graph = crate_with(&[
             ("lib.rs", "pub mod generic;\n"),
-            ("generic/mod.rs", "mod backend; mod device;\npub use backend::Backend;\npub use device::Device;\n"),
+            (
+                "generic/mod.rs",
+                "mod backend; mod device;\npub use backend::Backend;\npub use device::Device;\n",
+            ),
             ("generic/backend.rs", "pub trait Backend {}\n"),
-            ("generic/device.rs", "use super::Backend;\npub struct Device;\n"),
+            (
+                "generic/device.rs",
+                "use super::Backend;\npub struct Device;\n",
+            ),
         ]);
-        assert!(graph.edges["generic::device"].contains("generic::backend"), "{:?}", graph.edges);
+        assert!(
+            graph.edges["generic::device"].contains("generic::backend"),
+            "{:?}",
+            graph.edges
+        );
         assert!(graph.cycles().is_empty());
     }
 }

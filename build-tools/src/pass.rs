@@ -50,15 +50,23 @@ pub fn run() -> Result<()> {
     Cmd::new(util::cargo())
         .in_root()
         .args(["build", "--release", "-p", PACKAGE])
-        .hint("the pass plugin's Rust part did not build; it needs llvm-22-dev (`cargo xtask setup`)")
+        .hint(
+            "the pass plugin's Rust part did not build; it needs llvm-22-dev (`cargo xtask setup`)",
+        )
         .run()?;
     let archive = at("target/release/librustomp_indirect_calls.a");
     let source = at("compiler/plugin/plugin.cpp");
     if !archive.is_file() {
-        bail!("`cargo build -p {PACKAGE}` wrote no {}: its [lib] must list crate-type \"staticlib\"", util::show(&archive));
+        bail!(
+            "`cargo build -p {PACKAGE}` wrote no {}: its [lib] must list crate-type \"staticlib\"",
+            util::show(&archive)
+        );
     }
     let out = plugin_path();
-    let newest_input = [util::mtime(&archive), util::mtime(&source)].into_iter().flatten().max();
+    let newest_input = [util::mtime(&archive), util::mtime(&source)]
+        .into_iter()
+        .flatten()
+        .max();
     if util::mtime(&out).is_some_and(|built| Some(built) > newest_input) {
         println!("host: {} is up to date", util::show(&out));
         return Ok(());
@@ -87,7 +95,13 @@ pub fn run() -> Result<()> {
         .arg(&tmp)
         .hint("clang++-22 could not build the pass plugin; see the error above")
         .run()?;
-    std::fs::rename(&tmp, &out).map_err(|e| util::Error(format!("cannot rename {} to {}: {e}", tmp.display(), out.display())))?;
+    std::fs::rename(&tmp, &out).map_err(|e| {
+        util::Error(format!(
+            "cannot rename {} to {}: {e}",
+            tmp.display(),
+            out.display()
+        ))
+    })?;
     println!("host: built {}", util::show(&out));
     Ok(())
 }

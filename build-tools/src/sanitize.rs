@@ -19,7 +19,12 @@
 use crate::util::{self, Cmd, Result};
 use std::time::Instant;
 
-const TSAN_CRATES: &[&str] = &["devicertl", "rustomp-plugin", "rustomp-host-plugin", "rustomp-front"];
+const TSAN_CRATES: &[&str] = &[
+    "devicertl",
+    "rustomp-plugin",
+    "rustomp-host-plugin",
+    "rustomp-front",
+];
 const MIRI_CRATES: &[&str] = &["rustomp-abi", "rustomp-plugin"];
 const HOST_TARGET: &str = "x86_64-unknown-linux-gnu";
 
@@ -30,7 +35,15 @@ pub fn run() -> Result<i32> {
     let started = Instant::now();
     let mut tsan = Cmd::new("cargo");
     tsan.in_root()
-        .args(["+nightly", "test", "-Zbuild-std", "--target", HOST_TARGET, "--lib", "--tests"])
+        .args([
+            "+nightly",
+            "test",
+            "-Zbuild-std",
+            "--target",
+            HOST_TARGET,
+            "--lib",
+            "--tests",
+        ])
         .args(["--target-dir", "target/sanitize/thread"])
         .args(TSAN_CRATES.iter().flat_map(|c| ["-p", c]))
         // Test harness threads plus the emulation's: keep the run deterministic enough to read.
@@ -38,10 +51,17 @@ pub fn run() -> Result<i32> {
         .env("RUSTFLAGS", "-Zsanitizer=thread")
         .env("RUSTDOCFLAGS", "-Zsanitizer=thread")
         // A report is a failure; reports of both threads' stacks help reading it.
-        .env("TSAN_OPTIONS", "halt_on_error=1:abort_on_error=1:second_deadlock_stack=1")
+        .env(
+            "TSAN_OPTIONS",
+            "halt_on_error=1:abort_on_error=1:second_deadlock_stack=1",
+        )
         .hint("`cargo xtask setup` installs the nightly toolchain and its rust-src component");
     let tsan_ok = tsan.status()?.success();
-    println!("ThreadSanitizer: {} in {:.0} s", if tsan_ok { "no report" } else { "FAILED" }, started.elapsed().as_secs_f64());
+    println!(
+        "ThreadSanitizer: {} in {:.0} s",
+        if tsan_ok { "no report" } else { "FAILED" },
+        started.elapsed().as_secs_f64()
+    );
     if !tsan_ok {
         failed.push("ThreadSanitizer");
     }
@@ -53,9 +73,19 @@ pub fn run() -> Result<i32> {
     let with_devicertl = std::env::var("RUSTOMP_MIRI_DEVICERTL").is_ok_and(|v| v == "1");
     let mut miri = Cmd::new("cargo");
     miri.in_root()
-        .args(["+nightly", "miri", "test", "--target-dir", "target/sanitize/miri"])
+        .args([
+            "+nightly",
+            "miri",
+            "test",
+            "--target-dir",
+            "target/sanitize/miri",
+        ])
         .args(MIRI_CRATES.iter().flat_map(|c| ["-p", c]))
-        .args(if with_devicertl { &["-p", "devicertl"][..] } else { &[] })
+        .args(if with_devicertl {
+            &["-p", "devicertl"][..]
+        } else {
+            &[]
+        })
         .hint("`cargo xtask setup` installs the nightly toolchain and its miri component");
     let mut miri_ok = miri.status()?.success();
     // The mapping table lives in the host library's crate, whose other tests call C: its own
@@ -63,10 +93,28 @@ pub fn run() -> Result<i32> {
     let mut table = Cmd::new("cargo");
     table
         .in_root()
-        .args(["+nightly", "miri", "test", "--target-dir", "target/sanitize/miri", "-p", "rustomp-front", "--lib", "mapping::"])
+        .args([
+            "+nightly",
+            "miri",
+            "test",
+            "--target-dir",
+            "target/sanitize/miri",
+            "-p",
+            "rustomp-front",
+            "--lib",
+            "mapping::",
+        ])
         .hint("`cargo xtask setup` installs the nightly toolchain and its miri component");
     miri_ok &= table.status()?.success();
-    println!("Miri: {} in {:.0} s", if miri_ok { "no undefined behaviour found" } else { "FAILED" }, started.elapsed().as_secs_f64());
+    println!(
+        "Miri: {} in {:.0} s",
+        if miri_ok {
+            "no undefined behaviour found"
+        } else {
+            "FAILED"
+        },
+        started.elapsed().as_secs_f64()
+    );
     if !miri_ok {
         failed.push("Miri");
     }
@@ -75,7 +123,12 @@ pub fn run() -> Result<i32> {
         println!("sanitizers: 2 passed, 0 failed");
         Ok(0)
     } else {
-        println!("sanitizers: {} passed, {} failed ({})", 2 - failed.len(), failed.len(), failed.join(", "));
+        println!(
+            "sanitizers: {} passed, {} failed ({})",
+            2 - failed.len(),
+            failed.len(),
+            failed.join(", ")
+        );
         Ok(1)
     }
 }

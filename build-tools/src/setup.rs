@@ -7,8 +7,8 @@
 //!   (`cargo xtask clippy`, the first step of `cargo xtask test`);
 //! - the nightly toolchain `cargo xtask fuzz` builds the fuzz targets with.
 
-use crate::paths::{cuda_dir};
 use crate::bail;
+use crate::paths::cuda_dir;
 use crate::util::{self, at, Cmd, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -256,12 +256,21 @@ fn rustup(report: &mut Report) -> Result<()> {
 fn nightly_components(report: &mut Report) -> Result<()> {
     let toolchain = crate::paths::nightly_toolchain();
     let installed = Cmd::new("rustup")
-        .args(["component", "list", "--installed", "--toolchain", &toolchain])
+        .args([
+            "component",
+            "list",
+            "--installed",
+            "--toolchain",
+            &toolchain,
+        ])
         .output()?;
     for component in ["rust-src", "miri"] {
         let name = format!("rustup {toolchain} {component}");
         // Listed as "rust-src" or "miri-x86_64-unknown-linux-gnu".
-        if installed.lines().any(|l| l == component || l.starts_with(&format!("{component}-"))) {
+        if installed
+            .lines()
+            .any(|l| l == component || l.starts_with(&format!("{component}-")))
+        {
             report.present.push(name);
             continue;
         }

@@ -359,7 +359,10 @@ pub fn step(title: &str) {
 
 /// Waits for `child` (spawned with `process_group(0)`) at most `limit`; past it, ends its whole
 /// group and answers `None`.
-pub fn wait_or_kill_group(child: &mut std::process::Child, limit: std::time::Duration) -> std::io::Result<Option<ExitStatus>> {
+pub fn wait_or_kill_group(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> std::io::Result<Option<ExitStatus>> {
     let start = std::time::Instant::now();
     loop {
         if let Some(status) = child.try_wait()? {
@@ -449,7 +452,9 @@ mod tests {
         let grandchild = (0..500)
             .find_map(|_| {
                 std::thread::sleep(std::time::Duration::from_millis(10));
-                fs::read_to_string(&pid_file).ok().filter(|s| s.ends_with('\n'))
+                fs::read_to_string(&pid_file)
+                    .ok()
+                    .filter(|s| s.ends_with('\n'))
             })
             .expect("grandchild started");
         kill_process_group(&mut child);

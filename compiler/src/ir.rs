@@ -9,7 +9,9 @@ use llvm_sys::core::*;
 use llvm_sys::debuginfo::LLVMInstructionGetDebugLoc;
 use llvm_sys::ir_reader::LLVMParseIRInContext2;
 use llvm_sys::prelude::*;
-use llvm_sys::{LLVMAtomicOrdering, LLVMAttributeFunctionIndex, LLVMIntPredicate, LLVMLinkage, LLVMOpcode};
+use llvm_sys::{
+    LLVMAtomicOrdering, LLVMAttributeFunctionIndex, LLVMIntPredicate, LLVMLinkage, LLVMOpcode,
+};
 use std::ffi::{c_char, CStr, CString};
 use std::marker::PhantomData;
 
@@ -61,11 +63,17 @@ impl<'m> Module<'m> {
     /// # Safety
     /// `raw` is a live module that nothing else reads or changes during `'m`.
     pub unsafe fn from_raw(raw: LLVMModuleRef) -> Self {
-        Self { raw, _module: PhantomData }
+        Self {
+            raw,
+            _module: PhantomData,
+        }
     }
 
     fn value(&self, raw: LLVMValueRef) -> Option<Value<'m>> {
-        (!raw.is_null()).then_some(Value { raw, _module: PhantomData })
+        (!raw.is_null()).then_some(Value {
+            raw,
+            _module: PhantomData,
+        })
     }
 
     fn context(&self) -> LLVMContextRef {
@@ -75,7 +83,9 @@ impl<'m> Module<'m> {
 
     pub fn triple(&self) -> String {
         // SAFETY: a live module; the triple is a NUL-terminated string it owns.
-        unsafe { CStr::from_ptr(LLVMGetTarget(self.raw)) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(LLVMGetTarget(self.raw)) }
+            .to_string_lossy()
+            .into_owned()
     }
 
     pub fn identifier(&self) -> String {
@@ -100,7 +110,10 @@ impl<'m> Module<'m> {
             // SAFETY: `nodes` has room for the `count` operands LLVM writes.
             unsafe { LLVMGetNamedMetadataOperands(self.raw, name.as_ptr(), nodes.as_mut_ptr()) };
         }
-        nodes.into_iter().filter_map(|raw| self.value(raw)).collect()
+        nodes
+            .into_iter()
+            .filter_map(|raw| self.value(raw))
+            .collect()
     }
 
     pub fn globals(&self) -> Vec<Value<'m>> {
@@ -149,8 +162,11 @@ impl<'m> Module<'m> {
 
     /// `ptr addrspace(n)`.
     pub fn pointer_type(&self, address_space: u32) -> Type<'m> {
-        // SAFETY: a live context.
-        Type { raw: unsafe { LLVMPointerTypeInContext(self.context(), address_space) }, _module: PhantomData }
+        Type {
+            // SAFETY: a live context.
+            raw: unsafe { LLVMPointerTypeInContext(self.context(), address_space) },
+            _module: PhantomData,
+        }
     }
 
     /// `ret (params)`.
@@ -158,7 +174,10 @@ impl<'m> Module<'m> {
         let mut params: Vec<LLVMTypeRef> = params.iter().map(|t| t.raw).collect();
         // SAFETY: types of this module's context; `params` holds `params.len()` of them.
         let raw = unsafe { LLVMFunctionType(ret.raw, params.as_mut_ptr(), params.len() as u32, 0) };
-        Type { raw, _module: PhantomData }
+        Type {
+            raw,
+            _module: PhantomData,
+        }
     }
 
     /// Adds the attribute `name` (an enum attribute without a value, e.g. `nounwind`) to `f`.
@@ -172,14 +191,20 @@ impl<'m> Module<'m> {
     }
 
     pub fn builder(&self) -> Builder<'m> {
-        // SAFETY: a live context; the builder is disposed of on drop.
-        Builder { raw: unsafe { LLVMCreateBuilderInContext(self.context()) }, _module: PhantomData }
+        Builder {
+            // SAFETY: a live context; the builder is disposed of on drop.
+            raw: unsafe { LLVMCreateBuilderInContext(self.context()) },
+            _module: PhantomData,
+        }
     }
 }
 
 impl<'m> Value<'m> {
     fn wrap(raw: LLVMValueRef) -> Option<Self> {
-        (!raw.is_null()).then_some(Value { raw, _module: PhantomData })
+        (!raw.is_null()).then_some(Value {
+            raw,
+            _module: PhantomData,
+        })
     }
 
     pub fn name(&self) -> String {
@@ -189,14 +214,25 @@ impl<'m> Value<'m> {
     }
 
     pub fn type_of(&self) -> Type<'m> {
-        // SAFETY: a live handle.
-        Type { raw: unsafe { LLVMTypeOf(self.raw) }, _module: PhantomData }
+        Type {
+            // SAFETY: a live handle.
+            raw: unsafe { LLVMTypeOf(self.raw) },
+            _module: PhantomData,
+        }
     }
 
     /// Whether a function has the string attribute `key` (any value).
     pub fn has_string_attribute(&self, key: &str) -> bool {
         // SAFETY: a live function; `key` is `key.len()` bytes.
-        !unsafe { LLVMGetStringAttributeAtIndex(self.raw, LLVMAttributeFunctionIndex, key.as_ptr().cast(), key.len() as u32) }.is_null()
+        !unsafe {
+            LLVMGetStringAttributeAtIndex(
+                self.raw,
+                LLVMAttributeFunctionIndex,
+                key.as_ptr().cast(),
+                key.len() as u32,
+            )
+        }
+        .is_null()
     }
 
     /// A global (function or variable) without a body or initializer.
@@ -252,20 +288,26 @@ impl<'m> Value<'m> {
         if unsafe { LLVMIsACastInst(self.raw) }.is_null() {
             return false;
         }
-        // SAFETY: a live instruction.
-        matches!(unsafe { LLVMGetInstructionOpcode(self.raw) }, LLVMOpcode::LLVMBitCast | LLVMOpcode::LLVMAddrSpaceCast)
+        matches!(
+            // SAFETY: a live instruction.
+            unsafe { LLVMGetInstructionOpcode(self.raw) },
+            LLVMOpcode::LLVMBitCast | LLVMOpcode::LLVMAddrSpaceCast
+        )
     }
 
     /// An `inttoptr` instruction.
     pub fn is_int_to_ptr(&self) -> bool {
         // SAFETY: a live handle; the opcode is only read of an instruction.
-        !unsafe { LLVMIsACastInst(self.raw) }.is_null() && unsafe { LLVMGetInstructionOpcode(self.raw) } == LLVMOpcode::LLVMIntToPtr
+        !unsafe { LLVMIsACastInst(self.raw) }.is_null()
+            && unsafe { LLVMGetInstructionOpcode(self.raw) } == LLVMOpcode::LLVMIntToPtr
     }
 
     /// An atomic `load` (any ordering).
     pub fn is_atomic_load(&self) -> bool {
         // SAFETY: a live handle; the ordering is only read of a load.
-        self.is_load() && unsafe { LLVMGetOrdering(self.raw) } != LLVMAtomicOrdering::LLVMAtomicOrderingNotAtomic
+        self.is_load()
+            && unsafe { LLVMGetOrdering(self.raw) }
+                != LLVMAtomicOrdering::LLVMAtomicOrderingNotAtomic
     }
 
     /// Any cast instruction (`inttoptr`, `ptrtoint`, `bitcast`, `addrspacecast`, ...).
@@ -295,8 +337,11 @@ impl<'m> Value<'m> {
         if unsafe { LLVMIsAConstantExpr(self.raw) }.is_null() {
             return false;
         }
-        // SAFETY: a live constant expression.
-        matches!(unsafe { LLVMGetConstOpcode(self.raw) }, LLVMOpcode::LLVMBitCast | LLVMOpcode::LLVMAddrSpaceCast)
+        matches!(
+            // SAFETY: a live constant expression.
+            unsafe { LLVMGetConstOpcode(self.raw) },
+            LLVMOpcode::LLVMBitCast | LLVMOpcode::LLVMAddrSpaceCast
+        )
     }
 
     pub fn operand_count(&self) -> usize {
@@ -328,7 +373,11 @@ impl<'m> Value<'m> {
     /// Makes the call or invoke call `callee` (same function type) instead.
     pub fn set_callee(&self, callee: Value<'m>) {
         let last = self.operand_count() - 1;
-        debug_assert_eq!(self.operand(last), Some(self.callee()), "the callee is the last operand");
+        debug_assert_eq!(
+            self.operand(last),
+            Some(self.callee()),
+            "the callee is the last operand"
+        );
         self.set_operand(last, callee);
     }
 
@@ -487,7 +536,10 @@ impl<'m> Builder<'m> {
             LLVMPositionBuilderAtEnd(self.raw, block);
             block
         };
-        Block { raw, _module: PhantomData }
+        Block {
+            raw,
+            _module: PhantomData,
+        }
     }
 
     pub fn position_at_end(&self, block: Block<'m>) {
@@ -498,14 +550,24 @@ impl<'m> Builder<'m> {
     pub fn call(&self, ty: Type<'m>, callee: Value<'m>, args: &[Value<'m>]) -> Value<'m> {
         let mut args: Vec<LLVMValueRef> = args.iter().map(|a| a.raw).collect();
         // SAFETY: a positioned builder; `ty` is the callee's function type and `args` match it.
-        let raw = unsafe { LLVMBuildCall2(self.raw, ty.raw, callee.raw, args.as_mut_ptr(), args.len() as u32, c"".as_ptr()) };
+        let raw = unsafe {
+            LLVMBuildCall2(
+                self.raw,
+                ty.raw,
+                callee.raw,
+                args.as_mut_ptr(),
+                args.len() as u32,
+                c"".as_ptr(),
+            )
+        };
         Value::wrap(raw).expect("a call")
     }
 
     /// `value` as a pointer of type `ty` (bitcast or addrspacecast).
     pub fn pointer_cast(&self, value: Value<'m>, ty: Type<'m>) -> Value<'m> {
         // SAFETY: a positioned builder; `value` is a pointer.
-        Value::wrap(unsafe { LLVMBuildPointerCast(self.raw, value.raw, ty.raw, c"".as_ptr()) }).expect("a cast")
+        Value::wrap(unsafe { LLVMBuildPointerCast(self.raw, value.raw, ty.raw, c"".as_ptr()) })
+            .expect("a cast")
     }
 
     /// `icmp ne ptr value, null`.
@@ -513,7 +575,13 @@ impl<'m> Builder<'m> {
         // SAFETY: a positioned builder; `value` is a pointer and the null is of its type.
         let raw = unsafe {
             let null = LLVMConstNull(LLVMTypeOf(value.raw));
-            LLVMBuildICmp(self.raw, LLVMIntPredicate::LLVMIntNE, value.raw, null, c"".as_ptr())
+            LLVMBuildICmp(
+                self.raw,
+                LLVMIntPredicate::LLVMIntNE,
+                value.raw,
+                null,
+                c"".as_ptr(),
+            )
         };
         Value::wrap(raw).expect("a comparison")
     }
@@ -554,7 +622,9 @@ unsafe fn take_message(message: *mut c_char) -> String {
         return String::new();
     }
     // SAFETY: the caller's contract.
-    let text = unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned();
+    let text = unsafe { CStr::from_ptr(message) }
+        .to_string_lossy()
+        .into_owned();
     // SAFETY: as above; freed once.
     unsafe { LLVMDisposeMessage(message) };
     text
@@ -567,7 +637,11 @@ impl OwnedModule {
         // is disposed of once.
         unsafe {
             let context = LLVMContextCreate();
-            let buffer = LLVMCreateMemoryBufferWithMemoryRangeCopy(text.as_ptr().cast(), text.len(), c"input.ll".as_ptr());
+            let buffer = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+                text.as_ptr().cast(),
+                text.len(),
+                c"input.ll".as_ptr(),
+            );
             let mut module = std::ptr::null_mut();
             let mut message = std::ptr::null_mut();
             let failed = LLVMParseIRInContext2(context, buffer, &mut module, &mut message) != 0;
@@ -597,7 +671,13 @@ impl OwnedModule {
         use llvm_sys::analysis::{LLVMVerifierFailureAction, LLVMVerifyModule};
         let mut message = std::ptr::null_mut();
         // SAFETY: a live module; the message is ours to free.
-        let broken = unsafe { LLVMVerifyModule(self.module, LLVMVerifierFailureAction::LLVMReturnStatusAction, &mut message) };
+        let broken = unsafe {
+            LLVMVerifyModule(
+                self.module,
+                LLVMVerifierFailureAction::LLVMReturnStatusAction,
+                &mut message,
+            )
+        };
         // SAFETY: as above.
         let report = unsafe { take_message(message) };
         if broken != 0 {

@@ -46,7 +46,10 @@ use translate::{Action, Mode, Outcome, Phase};
 /// # Safety
 /// `module` is a live module that nothing else uses during the call.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rustomp_translate_indirect_calls(module: LLVMModuleRef, phase: u32) -> bool {
+pub unsafe extern "C" fn rustomp_translate_indirect_calls(
+    module: LLVMModuleRef,
+    phase: u32,
+) -> bool {
     let result = std::panic::catch_unwind(|| {
         let Some(phase) = Phase::from_code(phase) else {
             return Err(format!("unknown phase {phase}"));
@@ -55,7 +58,9 @@ pub unsafe extern "C" fn rustomp_translate_indirect_calls(module: LLVMModuleRef,
         // SAFETY: the caller's contract.
         let module = unsafe { ir::Module::from_raw(module) };
         let outcome = translate::run(&module, phase, mode);
-        if std::env::var_os("RUSTOMP_INDIRECT_CALLS_TRACE").is_some_and(|v| v != "0") && outcome.action != Action::NotDevice {
+        if std::env::var_os("RUSTOMP_INDIRECT_CALLS_TRACE").is_some_and(|v| v != "0")
+            && outcome.action != Action::NotDevice
+        {
             eprintln!("{}", trace_line(&module, phase, &outcome));
         }
         Ok(outcome.changed())
@@ -79,7 +84,10 @@ fn trace_line(module: &ir::Module<'_>, phase: Phase, o: &Outcome) -> String {
         Action::LeftToLink => "left to the LTO link".to_string(),
         Action::Disabled => "RUSTOMP_INDIRECT_CALLS=off".to_string(),
         Action::NoEntries => "no declare target indirect entries: unchanged".to_string(),
-        Action::Translated => format!("{} indirect calls and {} vtable pointers translated", o.calls, o.vtable_pointers),
+        Action::Translated => format!(
+            "{} indirect calls and {} vtable pointers translated",
+            o.calls, o.vtable_pointers
+        ),
     };
     format!(
         "rustomp-indirect-calls: {} {} {}: {} entries; {what}",

@@ -70,7 +70,9 @@ impl Mode {
             None | Some("") | Some("auto") => Ok(Mode::Auto),
             Some("all") => Ok(Mode::All),
             Some("off") | Some("0") => Ok(Mode::Off),
-            Some(other) => Err(format!("RUSTOMP_INDIRECT_CALLS={other}: expected auto, all or off")),
+            Some(other) => Err(format!(
+                "RUSTOMP_INDIRECT_CALLS={other}: expected auto, all or off"
+            )),
         }
     }
 }
@@ -109,7 +111,12 @@ impl Outcome {
 
 /// Runs the pass over `module`.
 pub fn run(module: &Module<'_>, phase: Phase, mode: Mode) -> Outcome {
-    let mut outcome = Outcome { action: Action::NotDevice, entries: 0, calls: 0, vtable_pointers: 0 };
+    let mut outcome = Outcome {
+        action: Action::NotDevice,
+        entries: 0,
+        calls: 0,
+        vtable_pointers: 0,
+    };
     if !module.has_flag("openmp-device") {
         return outcome;
     }
@@ -169,7 +176,9 @@ pub fn indirect_entries(module: &Module<'_>) -> BTreeSet<String> {
         if !name.starts_with("__omp_offloading_") || global.is_declaration() {
             continue;
         }
-        let Some(mut init) = global.initializer() else { continue };
+        let Some(mut init) = global.initializer() else {
+            continue;
+        };
         while init.is_constant_pointer_cast() {
             match init.operand(0) {
                 Some(inner) => init = inner,
@@ -204,8 +213,13 @@ fn is_runtime(function: Value<'_>) -> bool {
 }
 
 fn is_runtime_function(name: &str) -> bool {
-    let rust = name.strip_prefix("_R").and_then(|rest| rest.chars().next()).is_some_and(|c| c.is_ascii_uppercase());
-    rust || ["__kmpc_", "__llvm_omp_", "__rustomp", "omp_", "ompx_"].iter().any(|p| name.starts_with(p))
+    let rust = name
+        .strip_prefix("_R")
+        .and_then(|rest| rest.chars().next())
+        .is_some_and(|c| c.is_ascii_uppercase());
+    rust || ["__kmpc_", "__llvm_omp_", "__rustomp", "omp_", "ompx_"]
+        .iter()
+        .any(|p| name.starts_with(p))
 }
 
 /// Globals of the device runtime's own state (`__rustomp_team_shared`, ...).
@@ -276,7 +290,9 @@ fn is_translation(v: Value<'_>) -> bool {
 fn loaded_from_base(load: Value<'_>) -> Value<'_> {
     let mut address = load.operand(0).expect("a load has an address");
     loop {
-        let constant_gep = address.is_gep() && (1..address.operand_count()).all(|i| address.operand(i).is_some_and(|o| o.is_constant()));
+        let constant_gep = address.is_gep()
+            && (1..address.operand_count())
+                .all(|i| address.operand(i).is_some_and(|o| o.is_constant()));
         if !(constant_gep || address.is_pointer_cast()) {
             return address;
         }
@@ -314,10 +330,15 @@ impl<'m> Sites<'m> {
         let tbaa = module.metadata_kind("tbaa");
         let mark = module.metadata_kind(MARK);
         let vptr_kind = |load: Value<'m>| -> Vptr {
-            let Some(tag) = load.metadata(tbaa) else { return Vptr::Possible };
+            let Some(tag) = load.metadata(tbaa) else {
+                return Vptr::Possible;
+            };
             // An access tag `!{base type, access type, offset}`; a type node starts with its name.
             let named_vptr = tag.node_operands().iter().take(2).any(|ty| {
-                ty.node_operands().first().and_then(|n| n.node_string()).is_some_and(|n| n == "vtable pointer")
+                ty.node_operands()
+                    .first()
+                    .and_then(|n| n.node_string())
+                    .is_some_and(|n| n == "vtable pointer")
             });
             if named_vptr {
                 Vptr::Certain
@@ -325,7 +346,11 @@ impl<'m> Sites<'m> {
                 Vptr::No
             }
         };
-        let mut sites = Sites { calls: Vec::new(), vtable_pointers: Vec::new(), through_vtables: Vec::new() };
+        let mut sites = Sites {
+            calls: Vec::new(),
+            vtable_pointers: Vec::new(),
+            through_vtables: Vec::new(),
+        };
         let mut seen_vptrs = std::collections::HashSet::new();
         for function in module.functions() {
             if function.is_declaration() || is_runtime(function) {
@@ -401,9 +426,16 @@ impl<'a, 'm> Translator<'a, 'm> {
             if declared.is_none() {
                 translate.set_linkage_extern_weak();
             }
-            module.function(HOST_HELPER).unwrap_or_else(|| host_helper(module, translate, ty))
+            module
+                .function(HOST_HELPER)
+                .unwrap_or_else(|| host_helper(module, translate, ty))
         };
-        Self { module, function, ty, ptr }
+        Self {
+            module,
+            function,
+            ty,
+            ptr,
+        }
     }
 
     /// Inserts the translation of `value` before `at`, with the source location of `location`;
@@ -413,7 +445,11 @@ impl<'a, 'm> Translator<'a, 'm> {
         builder.position_before(at);
         builder.set_location_of(Some(location));
         let original = value.type_of();
-        let argument = if original == self.ptr { value } else { builder.pointer_cast(value, self.ptr) };
+        let argument = if original == self.ptr {
+            value
+        } else {
+            builder.pointer_cast(value, self.ptr)
+        };
         let translated = builder.call(self.ty, self.function, &[argument]);
         if original == self.ptr {
             translated
@@ -425,7 +461,9 @@ impl<'a, 'm> Translator<'a, 'm> {
     /// Translates the pointer `load` loads, for every use of it.
     fn translate_loaded_pointer(&self, load: Value<'m>) {
         let users = load.users();
-        let next = load.next_instruction().expect("a load is not the last instruction of its block");
+        let next = load
+            .next_instruction()
+            .expect("a load is not the last instruction of its block");
         let translated = self.translate(load, next, load);
         for user in users {
             for i in 0..user.operand_count() {
@@ -464,10 +502,22 @@ mod tests {
 
     #[test]
     fn runtime_functions_by_name() {
-        for runtime in ["_RNvNtCs1_9devicertl8parallel16invoke_microtask", "__kmpc_parallel_60", "omp_get_thread_num", "ompx_sync_block", "__llvm_omp_host_call"] {
+        for runtime in [
+            "_RNvNtCs1_9devicertl8parallel16invoke_microtask",
+            "__kmpc_parallel_60",
+            "omp_get_thread_num",
+            "ompx_sync_block",
+            "__llvm_omp_host_call",
+        ] {
             assert!(is_runtime_function(runtime), "{runtime}");
         }
-        for user in ["main", "_Z3fooi", "__omp_offloading_fe00_1_main_l3", "_Rx", "ops_apply"] {
+        for user in [
+            "main",
+            "_Z3fooi",
+            "__omp_offloading_fe00_1_main_l3",
+            "_Rx",
+            "ops_apply",
+        ] {
             assert!(!is_runtime_function(user), "{user}");
         }
     }

@@ -27,7 +27,8 @@ fn run(text: &str, phase: Phase, mode: Mode) -> (Outcome, String) {
     let mut m = OwnedModule::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let before = m.print();
     let outcome = translate::run(&m.module(), phase, mode);
-    m.verify().unwrap_or_else(|e| panic!("invalid after the pass: {e}\n{}", m.print()));
+    m.verify()
+        .unwrap_or_else(|e| panic!("invalid after the pass: {e}\n{}", m.print()));
     let after = m.print();
     assert_eq!(outcome.changed(), before != after, "{outcome:?}\n{after}");
     (outcome, after)
@@ -41,7 +42,12 @@ fn compile(text: &str) -> (Outcome, String) {
 fn indirect_calls(ir: &str) -> Vec<String> {
     ir.lines()
         .map(str::trim)
-        .filter(|l| (l.contains("call ") || l.contains("invoke ")) && l.split(" call ").chain(l.split("invoke ")).any(|c| c.split('(').next().is_some_and(|h| h.contains(" %"))))
+        .filter(|l| {
+            (l.contains("call ") || l.contains("invoke "))
+                && l.split(" call ")
+                    .chain(l.split("invoke "))
+                    .any(|c| c.split('(').next().is_some_and(|h| h.contains(" %")))
+        })
         .map(str::to_string)
         .collect()
 }
@@ -61,11 +67,27 @@ define void @user(ptr %fp, i32 %x) {
 #[test]
 fn indirect_calls_are_translated_and_nothing_else() {
     let (o, ir) = compile(&format!("{NVPTX}{DEVICE_WITH_ENTRY}{CALLS}"));
-    assert_eq!((o.action, o.entries, o.calls, o.vtable_pointers), (Action::Translated, 1, 1, 0));
-    assert!(ir.contains("%1 = call ptr @__kmpc_target_translate_fptr(ptr %fp)"), "{ir}");
-    assert!(ir.contains("%r = call i32 %1(i32 %x), !rustomp.fptr.translated"), "{ir}");
-    assert!(ir.contains("declare ptr @__kmpc_target_translate_fptr(ptr) #"), "{ir}");
-    assert_eq!(ir.matches("@__kmpc_target_translate_fptr(ptr %").count(), 1, "direct calls, intrinsics and asm stay: {ir}");
+    assert_eq!(
+        (o.action, o.entries, o.calls, o.vtable_pointers),
+        (Action::Translated, 1, 1, 0)
+    );
+    assert!(
+        ir.contains("%1 = call ptr @__kmpc_target_translate_fptr(ptr %fp)"),
+        "{ir}"
+    );
+    assert!(
+        ir.contains("%r = call i32 %1(i32 %x), !rustomp.fptr.translated"),
+        "{ir}"
+    );
+    assert!(
+        ir.contains("declare ptr @__kmpc_target_translate_fptr(ptr) #"),
+        "{ir}"
+    );
+    assert_eq!(
+        ir.matches("@__kmpc_target_translate_fptr(ptr %").count(),
+        1,
+        "direct calls, intrinsics and asm stay: {ir}"
+    );
 }
 
 #[test]
@@ -76,7 +98,16 @@ fn a_module_without_indirect_entries_is_left_as_it_is() {
     assert!(!ir.contains("translate"));
     // Unless asked to translate everywhere; `off` never translates.
     assert_eq!(run(&text, Phase::Compile, Mode::All).0.calls, 1);
-    assert_eq!(run(&format!("{NVPTX}{DEVICE_WITH_ENTRY}{CALLS}"), Phase::Compile, Mode::Off).0.action, Action::Disabled);
+    assert_eq!(
+        run(
+            &format!("{NVPTX}{DEVICE_WITH_ENTRY}{CALLS}"),
+            Phase::Compile,
+            Mode::Off
+        )
+        .0
+        .action,
+        Action::Disabled
+    );
 }
 
 #[test]
@@ -89,16 +120,35 @@ fn host_modules_are_not_touched() {
 #[test]
 fn entries_are_found_by_metadata_or_by_global() {
     // Only the global (the metadata of another unit, lost in a link), and only the metadata.
-    let global_only = DEVICE_WITH_ENTRY.replace("!omp_offload.info = !{!0}\n", "").replace("!0 = !{i32 1, !\"__omp_offloading_fe00_1_add3_l2\", i32 8, i32 0}\n", "");
-    assert_eq!(compile(&format!("{NVPTX}{global_only}{CALLS}")).0.entries, 1);
+    let global_only = DEVICE_WITH_ENTRY
+        .replace("!omp_offload.info = !{!0}\n", "")
+        .replace(
+            "!0 = !{i32 1, !\"__omp_offloading_fe00_1_add3_l2\", i32 8, i32 0}\n",
+            "",
+        );
+    assert_eq!(
+        compile(&format!("{NVPTX}{global_only}{CALLS}")).0.entries,
+        1
+    );
     let vtable = r#"
 @vt = linkonce_odr constant { [3 x ptr] } { [3 x ptr] [ptr null, ptr null, ptr @direct] }
 @__omp_offloading_fe00_1__ZTV1S_l3addr = protected constant ptr @vt
 "#;
-    assert_eq!(compile(&format!("{NVPTX}{DEVICE_WITHOUT_ENTRY}{vtable}{CALLS}")).0.entries, 1);
+    assert_eq!(
+        compile(&format!("{NVPTX}{DEVICE_WITHOUT_ENTRY}{vtable}{CALLS}"))
+            .0
+            .entries,
+        1
+    );
     // Kernel environments and other offloading globals are not entries.
-    let kernel = "@__omp_offloading_fe00_1_main_l9_dynamic_environment = weak_odr protected global i16 0\n";
-    assert_eq!(compile(&format!("{NVPTX}{DEVICE_WITHOUT_ENTRY}{kernel}{CALLS}")).0.action, Action::NoEntries);
+    let kernel =
+        "@__omp_offloading_fe00_1_main_l9_dynamic_environment = weak_odr protected global i16 0\n";
+    assert_eq!(
+        compile(&format!("{NVPTX}{DEVICE_WITHOUT_ENTRY}{kernel}{CALLS}"))
+            .0
+            .action,
+        Action::NoEntries
+    );
 }
 
 #[test]
@@ -122,7 +172,11 @@ define void @user(ptr %fp, i32 %x) {
 }
 !9 = !{}
 "#;
-    let (o, _) = run(&format!("{NVPTX}{DEVICE_WITH_ENTRY}{inlined}"), Phase::Link, Mode::Auto);
+    let (o, _) = run(
+        &format!("{NVPTX}{DEVICE_WITH_ENTRY}{inlined}"),
+        Phase::Link,
+        Mode::Auto,
+    );
     assert_eq!(o.calls, 0);
 }
 
@@ -162,11 +216,23 @@ define i32 @user(ptr %obj) {
 fn a_virtual_call_translates_the_vtable_pointer_only() {
     let (o, ir) = compile(&format!("{NVPTX}{DEVICE_WITH_ENTRY}{VIRTUAL_O2}"));
     assert_eq!((o.calls, o.vtable_pointers), (0, 1), "{ir}");
-    assert!(ir.contains("%1 = call ptr @__kmpc_target_translate_fptr(ptr %vtable)"), "{ir}");
-    assert!(ir.contains("%slot = getelementptr inbounds ptr, ptr %1, i64 1"), "{ir}");
+    assert!(
+        ir.contains("%1 = call ptr @__kmpc_target_translate_fptr(ptr %vtable)"),
+        "{ir}"
+    );
+    assert!(
+        ir.contains("%slot = getelementptr inbounds ptr, ptr %1, i64 1"),
+        "{ir}"
+    );
     // Marked, the call and the load stay alone in a later run even with the lookup inlined.
-    assert!(ir.contains("%r = call i32 %fn(ptr %obj, i32 20), !rustomp.fptr.translated"), "{ir}");
-    let inlined = ir.replace("%1 = call ptr @__kmpc_target_translate_fptr(ptr %vtable)", "%1 = select i1 true, ptr %vtable, ptr null");
+    assert!(
+        ir.contains("%r = call i32 %fn(ptr %obj, i32 20), !rustomp.fptr.translated"),
+        "{ir}"
+    );
+    let inlined = ir.replace(
+        "%1 = call ptr @__kmpc_target_translate_fptr(ptr %vtable)",
+        "%1 = select i1 true, ptr %vtable, ptr null",
+    );
     let (o, _) = run(&inlined, Phase::Link, Mode::Auto);
     assert!(!o.changed(), "{o:?}");
 }
@@ -233,13 +299,19 @@ define void @kernel() {
     let amdgcn = "target triple = \"amdgcn-amd-amdhsa\"\n";
     let (o, ir) = compile(&format!("{amdgcn}{DEVICE_WITH_ENTRY}{lds}"));
     assert_eq!(o.calls, 1, "{ir}");
-    assert!(ir.contains("call ptr @__kmpc_target_translate_fptr(ptr %shared)"), "{ir}");
+    assert!(
+        ir.contains("call ptr @__kmpc_target_translate_fptr(ptr %shared)"),
+        "{ir}"
+    );
 }
 
 #[test]
 fn lto_pre_link_is_left_to_the_link_on_gpus_only() {
     let gpu = format!("{NVPTX}{DEVICE_WITH_ENTRY}{CALLS}");
-    assert_eq!(run(&gpu, Phase::PreLink, Mode::Auto).0.action, Action::LeftToLink);
+    assert_eq!(
+        run(&gpu, Phase::PreLink, Mode::Auto).0.action,
+        Action::LeftToLink
+    );
     assert_eq!(run(&gpu, Phase::Link, Mode::Auto).0.calls, 1);
     // GNU ld's LTO plugin loads no pass plugins: host-offload units translate before it.
     let host = format!("{X86}{DEVICE_WITH_ENTRY}{CALLS}");
@@ -250,10 +322,22 @@ fn lto_pre_link_is_left_to_the_link_on_gpus_only() {
 fn host_offload_modules_call_a_weak_translation_through_a_helper() {
     let (o, ir) = compile(&format!("{X86}{DEVICE_WITH_ENTRY}{CALLS}"));
     assert_eq!(o.calls, 1);
-    assert!(ir.contains("declare extern_weak ptr @__kmpc_target_translate_fptr(ptr)"), "{ir}");
-    assert!(ir.contains("define internal ptr @__rustomp_translate_fptr(ptr %0)"), "{ir}");
-    assert!(ir.contains("icmp ne ptr @__kmpc_target_translate_fptr, null"), "{ir}");
-    assert!(ir.contains("call ptr @__rustomp_translate_fptr(ptr %fp)"), "{ir}");
+    assert!(
+        ir.contains("declare extern_weak ptr @__kmpc_target_translate_fptr(ptr)"),
+        "{ir}"
+    );
+    assert!(
+        ir.contains("define internal ptr @__rustomp_translate_fptr(ptr %0)"),
+        "{ir}"
+    );
+    assert!(
+        ir.contains("icmp ne ptr @__kmpc_target_translate_fptr, null"),
+        "{ir}"
+    );
+    assert!(
+        ir.contains("call ptr @__rustomp_translate_fptr(ptr %fp)"),
+        "{ir}"
+    );
     assert_eq!(indirect_calls(&ir).len(), 1, "{ir}");
 }
 
@@ -272,8 +356,14 @@ declare ptr @__kmpc_target_translate_fptr(ptr)
 !23 = !DILocation(line: 3, column: 5, scope: !20)
 !24 = !{i32 2, !"Debug Info Version", i32 3}
 "#;
-    let text = format!("{NVPTX}{DEVICE_WITH_ENTRY}{debug}").replace("!llvm.module.flags = !{!1}", "!llvm.module.flags = !{!1, !24}");
+    let text = format!("{NVPTX}{DEVICE_WITH_ENTRY}{debug}").replace(
+        "!llvm.module.flags = !{!1}",
+        "!llvm.module.flags = !{!1, !24}",
+    );
     let (o, ir) = compile(&text);
     assert_eq!(o.calls, 1);
-    assert!(ir.contains("call ptr @__kmpc_target_translate_fptr(ptr %fp), !dbg !"), "{ir}");
+    assert!(
+        ir.contains("call ptr @__kmpc_target_translate_fptr(ptr %fp), !dbg !"),
+        "{ir}"
+    );
 }

@@ -154,7 +154,9 @@ fn call_table(len: usize, count: usize, rng: &mut Rng) -> (Vec<FptrMapEntry>, Ve
     for (i, e) in table.iter_mut().enumerate() {
         e.device = CALLEES[i % 4] as usize as u64;
     }
-    let keys = (0..count).map(|_| table[(rng.next() % len as u64) as usize].host).collect();
+    let keys = (0..count)
+        .map(|_| table[(rng.next() % len as u64) as usize].host)
+        .collect();
     (table, keys)
 }
 
@@ -238,7 +240,10 @@ fn main() {
         let (table, keys) = call_table(len, lookups, &mut rng);
         for &k in keys.iter().take(4096) {
             let device = translate(&table, k);
-            assert!(CALLEES.iter().any(|&f| f as usize as u64 == device), "{name}: key {k:#x}");
+            assert!(
+                CALLEES.iter().any(|&f| f as usize as u64 == device),
+                "{name}: key {k:#x}"
+            );
             assert_eq!(device, std_lookup(&table, k), "{name}: key {k:#x}");
         }
         black_box(calls(kind, which, &table, &keys)); // warm-up

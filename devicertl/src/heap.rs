@@ -62,7 +62,10 @@ impl Default for SizeClassHeap {
 
 impl SizeClassHeap {
     pub const fn new() -> Self {
-        Self { used: AtomicUsize::new(0), free: [const { AtomicU64::new(0) }; CLASSES] }
+        Self {
+            used: AtomicUsize::new(0),
+            free: [const { AtomicU64::new(0) }; CLASSES],
+        }
     }
 
     /// Bytes of the region handed out by the bump pointer so far (reused blocks not counted).
@@ -89,7 +92,9 @@ impl SizeClassHeap {
     /// # Safety
     /// As `header`: one region per heap, 16-byte aligned.
     pub unsafe fn alloc(&self, region: *mut u8, len: usize, size: usize) -> *mut u8 {
-        let Some(class) = Self::class_of(size) else { return core::ptr::null_mut() };
+        let Some(class) = Self::class_of(size) else {
+            return core::ptr::null_mut();
+        };
         let list = &self.free[class as usize];
         let mut head = list.load(Ordering::Acquire);
         let unit = loop {
@@ -98,7 +103,9 @@ impl SizeClassHeap {
                 break None;
             }
             // SAFETY: free-list entries are carved blocks of this region.
-            let next = unsafe { Self::header(region, index - 1) }.next.load(Ordering::Relaxed);
+            let next = unsafe { Self::header(region, index - 1) }
+                .next
+                .load(Ordering::Relaxed);
             let new_head = ((head >> 32).wrapping_add(1) << 32) | next as u64;
             match list.compare_exchange_weak(head, new_head, Ordering::Acquire, Ordering::Acquire) {
                 Ok(_) => break Some(index - 1),
@@ -110,12 +117,16 @@ impl SizeClassHeap {
             None => {
                 let bytes = 1usize << class;
                 let start = self.used.fetch_add(bytes, Ordering::Relaxed);
-                if start.checked_add(bytes).is_none_or(|end| end > len) || start / 16 >= u32::MAX as usize {
+                if start.checked_add(bytes).is_none_or(|end| end > len)
+                    || start / 16 >= u32::MAX as usize
+                {
                     return core::ptr::null_mut();
                 }
                 let unit = (start / 16) as u32;
                 // SAFETY: the block was just carved from the region for this call alone.
-                unsafe { Self::header(region, unit) }.class.store(class, Ordering::Relaxed);
+                unsafe { Self::header(region, unit) }
+                    .class
+                    .store(class, Ordering::Relaxed);
                 unit
             }
         };

@@ -36,7 +36,10 @@ pub static __rustomp_host_call_port: DeviceGlobal<DevicePtr<HostCallPort>> =
 /// Which device thread owns the port: 0 free, 1 taken. In device memory, so taking it is an
 /// atomic on memory the GPU owns (one definition per image, like all runtime state).
 #[unsafe(no_mangle)]
-#[allow(non_upper_case_globals, reason = "runtime state has a C name, one per image")]
+#[allow(
+    non_upper_case_globals,
+    reason = "runtime state has a C name, one per image"
+)]
 pub static __rustomp_host_call_lock: AtomicU32 = AtomicU32::new(0);
 
 /// # Safety

@@ -29,16 +29,26 @@ pub fn translate(table: &[FptrMapEntry], host: u64) -> u64 {
     }
     // SAFETY: `base < table.len()` by the invariant (the table is not empty).
     let entry = unsafe { table.get_unchecked(base) };
-    if entry.host == host { entry.device } else { host }
+    if entry.host == host {
+        entry.device
+    } else {
+        host
+    }
 }
 
 /// The table the plugin published: the device environment's fields, else seed 000's globals.
 fn published_table() -> &'static [FptrMapEntry] {
     let device_env = env::device_environment();
     let (ptr, len) = if device_env.indirect_call_table != 0 {
-        (device_env.indirect_call_table as *const FptrMapEntry, device_env.indirect_call_table_size)
+        (
+            device_env.indirect_call_table as *const FptrMapEntry,
+            device_env.indirect_call_table_size,
+        )
     } else {
-        (__omp_offloading_fptr_map_p.get().0 as *const FptrMapEntry, __omp_offloading_fptr_map_size.get())
+        (
+            __omp_offloading_fptr_map_p.get().0 as *const FptrMapEntry,
+            __omp_offloading_fptr_map_size.get(),
+        )
     };
     if ptr.is_null() || len == 0 {
         return &[];

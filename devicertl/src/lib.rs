@@ -14,7 +14,10 @@
 #![cfg_attr(
     any(target_arch = "nvptx64", target_arch = "amdgpu"),
     feature(link_llvm_intrinsics, linkage),
-    allow(internal_features, reason = "LLVM intrinsics and linkage are what a GPU runtime is made of")
+    allow(
+        internal_features,
+        reason = "LLVM intrinsics and linkage are what a GPU runtime is made of"
+    )
 )]
 #![cfg_attr(
     any(target_arch = "nvptx64", target_arch = "amdgpu"),

@@ -299,7 +299,10 @@ pub unsafe extern "C" fn __kmpc_parallel_51(
 /// # Safety
 /// As `__kmpc_parallel_60`.
 #[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments, reason = "the signature of __kmpc_parallel_60, which it implements")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the signature of __kmpc_parallel_60, which it implements"
+)]
 pub unsafe extern "C" fn __kmpc_parallel_impl(
     ident: *const c_void,
     gtid: i32,

@@ -6,9 +6,9 @@
 //! each thread writes only its own `thread_flags` slot.
 
 use crate::arch;
+use crate::schedule::{sched, trip_count};
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
-use crate::schedule::{sched, trip_count};
 use core::sync::atomic::{
     AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
@@ -339,7 +339,15 @@ impl DispatchState {
     }
 
     /// Sets up a loop of `lb..=ub` by `incr` for `threads` threads.
-    pub(crate) fn configure(&self, kind: i32, lb: i128, ub: i128, incr: i128, chunk: i128, threads: u32) {
+    pub(crate) fn configure(
+        &self,
+        kind: i32,
+        lb: i128,
+        ub: i128,
+        incr: i128,
+        chunk: i128,
+        threads: u32,
+    ) {
         let incr = if incr == 0 { 1 } else { incr };
         let trip = trip_count(lb, ub, incr);
         let chunk = match sched::base(kind) {

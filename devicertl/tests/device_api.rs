@@ -460,12 +460,20 @@ fn ancestors_of_a_nested_region() {
     let seen = seen.into_inner().unwrap();
     assert_eq!(seen.len(), 1 + 32);
     for (outer_active, tid, level, anc1, size1, anc2, size2, num, nthreads) in seen {
-        let (want_anc1, want_size1) = if outer_active { (tid as i32, 32) } else { (0, 1) };
+        let (want_anc1, want_size1) = if outer_active {
+            (tid as i32, 32)
+        } else {
+            (0, 1)
+        };
         assert_eq!(
             (level, anc1, size1, anc2, size2, num, nthreads),
             (2, want_anc1, want_size1, 0, 1, 0, 1),
             "thread {tid}, outer region {}",
-            if outer_active { "team-wide" } else { "serialized" }
+            if outer_active {
+                "team-wide"
+            } else {
+                "serialized"
+            }
         );
     }
 }

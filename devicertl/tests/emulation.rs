@@ -276,7 +276,11 @@ fn spmd_team_variables_are_one_per_team() {
             devicertl::memory::__kmpc_free_shared(team_copy.get() as *mut c_void, 4);
         });
         let copied_out = copied_out.lock().unwrap();
-        assert_eq!(copied_out.len(), threads as usize, "every thread of the last team copies out");
+        assert_eq!(
+            copied_out.len(),
+            threads as usize,
+            "every thread of the last team copies out"
+        );
         assert!(
             copied_out.iter().all(|&x| x == 2),
             "{teams} teams of {threads}: lastprivate copied out {copied_out:?}, expected 2 from every thread"

@@ -6,7 +6,9 @@ mod common;
 
 use common::{generic_kernel, parallel, spmd_kernel, Shared};
 use core::ffi::c_void;
-use devicertl::arch::host::{block_id, launch_with_dynamic_shared, private, race, thread_id_in_block};
+use devicertl::arch::host::{
+    block_id, launch_with_dynamic_shared, private, race, thread_id_in_block,
+};
 use devicertl::ids::omp_get_num_threads;
 use devicertl::sync::{__kmpc_barrier, __kmpc_copyprivate, __kmpc_end_single, __kmpc_single};
 use devicertl::workshare::{
@@ -174,7 +176,9 @@ fn counting_barrier_meets_and_orders() {
                 devicertl::sync::counting_barrier(n);
             }
         };
-        spmd_kernel(1, threads, 8, no_launch_env(), || parallel(true, n as i32, &region));
+        spmd_kernel(1, threads, 8, no_launch_env(), || {
+            parallel(true, n as i32, &region)
+        });
     }
     assert_eq!(mismatches.load(Ordering::Relaxed), 0);
 }

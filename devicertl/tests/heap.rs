@@ -34,7 +34,11 @@ fn blocks_are_aligned_disjoint_and_reused() {
         assert!(a as usize + 10 <= b as usize || b as usize + 100 <= a as usize);
         let carved = heap.bytes_carved();
         heap.free(base, a);
-        assert_eq!(heap.alloc(base, region.len(), 12), a, "same class: the freed block comes back");
+        assert_eq!(
+            heap.alloc(base, region.len(), 12),
+            a,
+            "same class: the freed block comes back"
+        );
         assert_eq!(heap.bytes_carved(), carved);
         // Exhaustion gives null, not memory outside the region.
         assert!(heap.alloc(base, region.len(), 2 << 20).is_null());
@@ -71,7 +75,9 @@ fn concurrent_alloc_free_keeps_contents() {
                     } else {
                         let (p, size, fill) = live.swap_remove((state >> 16) as usize % live.len());
                         // SAFETY: still ours until freed below.
-                        let intact = unsafe { core::slice::from_raw_parts(p, size) }.iter().all(|&b| b == fill);
+                        let intact = unsafe { core::slice::from_raw_parts(p, size) }
+                            .iter()
+                            .all(|&b| b == fill);
                         if !intact {
                             failures.fetch_add(1, Ordering::Relaxed);
                         }
@@ -86,7 +92,15 @@ fn concurrent_alloc_free_keeps_contents() {
             });
         }
     });
-    assert_eq!(failures.load(Ordering::Relaxed), 0, "a block was overwritten by another allocation");
+    assert_eq!(
+        failures.load(Ordering::Relaxed),
+        0,
+        "a block was overwritten by another allocation"
+    );
     // 8 threads × at most 32 live blocks of at most 1 KiB: reuse keeps the carved total small.
-    assert!(heap.bytes_carved() < 1 << 20, "carved {} bytes: freed blocks were not reused", heap.bytes_carved());
+    assert!(
+        heap.bytes_carved() < 1 << 20,
+        "carved {} bytes: freed blocks were not reused",
+        heap.bytes_carved()
+    );
 }

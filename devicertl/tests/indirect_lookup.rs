@@ -2,7 +2,9 @@
 //! its device address, and a key in any gap (below the first, between two entries, above the
 //! last) comes back unchanged.
 
-use devicertl::indirect::{__kmpc_target_translate_fptr, __llvm_omp_indirect_call_lookup, translate};
+use devicertl::indirect::{
+    __kmpc_target_translate_fptr, __llvm_omp_indirect_call_lookup, translate,
+};
 use rustomp_abi::FptrMapEntry;
 
 /// A sorted table whose host keys leave a gap of at least one address around each entry.
@@ -12,7 +14,10 @@ fn table(len: usize) -> Vec<FptrMapEntry> {
     (0..len as u64)
         .map(|i| {
             host += 2 + (i * 7919) % 13;
-            FptrMapEntry { host, device: 0xdead_0000_0000 + i * 16 }
+            FptrMapEntry {
+                host,
+                device: 0xdead_0000_0000 + i * 16,
+            }
         })
         .collect()
 }
@@ -37,11 +42,20 @@ fn absent_keys(table: &[FptrMapEntry]) -> Vec<u64> {
 fn check_table(len: usize) {
     let table = table(len);
     for entry in &table {
-        assert_eq!(translate(&table, entry.host), entry.device, "present key {:#x} of {len}", entry.host);
+        assert_eq!(
+            translate(&table, entry.host),
+            entry.device,
+            "present key {:#x} of {len}",
+            entry.host
+        );
     }
     for key in absent_keys(&table) {
         assert!(table.binary_search_by_key(&key, |e| e.host).is_err());
-        assert_eq!(translate(&table, key), key, "absent key {key:#x} in a table of {len}");
+        assert_eq!(
+            translate(&table, key),
+            key,
+            "absent key {key:#x} in a table of {len}"
+        );
     }
 }
 
@@ -82,7 +96,13 @@ fn hundred_thousand_entries() {
 #[test]
 fn duplicate_free_extremes() {
     // Keys at the ends of the address space must not overflow the search.
-    let table = [FptrMapEntry { host: 0, device: 7 }, FptrMapEntry { host: u64::MAX, device: 9 }];
+    let table = [
+        FptrMapEntry { host: 0, device: 7 },
+        FptrMapEntry {
+            host: u64::MAX,
+            device: 9,
+        },
+    ];
     assert_eq!(translate(&table, 0), 7);
     assert_eq!(translate(&table, u64::MAX), 9);
     assert_eq!(translate(&table, 5), 5);
@@ -93,23 +113,45 @@ fn duplicate_keys_give_a_device_address() {
     // Two registrations of one function (two images of a program, or two units): whichever
     // entry the search lands on, the answer is a device address of that key, never the key.
     let table = [
-        FptrMapEntry { host: 0x10, device: 0xd10 },
-        FptrMapEntry { host: 0x20, device: 0xd20 },
-        FptrMapEntry { host: 0x20, device: 0xd21 },
-        FptrMapEntry { host: 0x20, device: 0xd22 },
-        FptrMapEntry { host: 0x30, device: 0xd30 },
+        FptrMapEntry {
+            host: 0x10,
+            device: 0xd10,
+        },
+        FptrMapEntry {
+            host: 0x20,
+            device: 0xd20,
+        },
+        FptrMapEntry {
+            host: 0x20,
+            device: 0xd21,
+        },
+        FptrMapEntry {
+            host: 0x20,
+            device: 0xd22,
+        },
+        FptrMapEntry {
+            host: 0x30,
+            device: 0xd30,
+        },
     ];
     for len in 1..=table.len() {
         let t = &table[..len];
         for e in t {
             let got = translate(t, e.host);
-            assert!(t.iter().any(|d| d.host == e.host && d.device == got), "key {:#x} of {len}: {got:#x}", e.host);
+            assert!(
+                t.iter().any(|d| d.host == e.host && d.device == got),
+                "key {:#x} of {len}: {got:#x}",
+                e.host
+            );
         }
         for key in [0x0f, 0x11, 0x1f, 0x21, 0x2f, 0x31] {
             assert_eq!(translate(t, key), key);
         }
     }
-    let same = [FptrMapEntry { host: 7, device: 70 }; 5];
+    let same = [FptrMapEntry {
+        host: 7,
+        device: 70,
+    }; 5];
     for len in 1..=same.len() {
         assert_eq!(translate(&same[..len], 7), 70);
         assert_eq!(translate(&same[..len], 6), 6);
@@ -126,17 +168,34 @@ fn duplicate_keys_give_a_device_address() {
 #[test]
 fn exported_entry_points_use_the_published_table() {
     use devicertl::env::{
-        DevicePtr, __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size, __omp_rtl_device_environment,
+        __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size, __omp_rtl_device_environment,
+        DevicePtr,
     };
     use rustomp_abi::DeviceEnvironment;
     let table = table(33);
-    let other = vec![FptrMapEntry { host: 0x10, device: 0xbad0 }; 3];
+    let other = vec![
+        FptrMapEntry {
+            host: 0x10,
+            device: 0xbad0
+        };
+        3
+    ];
     let lookup = |ptr: u64| __llvm_omp_indirect_call_lookup(ptr as *mut _) as u64;
     let translate_fptr = |ptr: u64| __kmpc_target_translate_fptr(ptr as *mut _) as u64;
     let check = |how: &str| {
         for entry in &table {
-            assert_eq!(lookup(entry.host), entry.device, "{how}: key {:#x}", entry.host);
-            assert_eq!(translate_fptr(entry.host), entry.device, "{how}: key {:#x}", entry.host);
+            assert_eq!(
+                lookup(entry.host),
+                entry.device,
+                "{how}: key {:#x}",
+                entry.host
+            );
+            assert_eq!(
+                translate_fptr(entry.host),
+                entry.device,
+                "{how}: key {:#x}",
+                entry.host
+            );
         }
         for key in absent_keys(&table) {
             assert_eq!(lookup(key), key, "{how}: absent key {key:#x}");

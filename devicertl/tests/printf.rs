@@ -70,14 +70,24 @@ fn libc(format: &CString, value: Value) -> String {
 fn ours(format_str: &CString, values: &[Value]) -> String {
     let mut line = Line::<1024>::new();
     // SAFETY: NUL-terminated format, arguments matching it.
-    unsafe { format(format_str.as_ptr() as *const u8, &mut List(values.to_vec(), 0), &mut line) };
+    unsafe {
+        format(
+            format_str.as_ptr() as *const u8,
+            &mut List(values.to_vec(), 0),
+            &mut line,
+        )
+    };
     assert_eq!(line.wanted(), line.as_bytes().len());
     String::from_utf8(line.as_bytes().to_vec()).unwrap()
 }
 
 fn check(format: &str, value: Value) {
     let c = CString::new(format).unwrap();
-    assert_eq!(ours(&c, &[value]), libc(&c, value), "format {format:?} with {value:?}");
+    assert_eq!(
+        ours(&c, &[value]),
+        libc(&c, value),
+        "format {format:?} with {value:?}"
+    );
 }
 
 const FLAGS: [&str; 7] = ["", "-", "+", " ", "#", "0", "-+"];
@@ -120,8 +130,28 @@ fn integers_match_the_c_library() {
 #[test]
 fn floats_match_the_c_library() {
     let doubles = [
-        0.0, -0.0, 1.0, -1.5, 0.1, 2.5, 3.5, 1e-5, 123456.789, 1e21, 9.9999999, 0.000123456, 1e300, 5e-324,
-        f64::MAX, 1.0 / 3.0, 999999.5, 0.5, 100.0, f64::INFINITY, -f64::INFINITY, f64::NAN,
+        0.0,
+        -0.0,
+        1.0,
+        -1.5,
+        0.1,
+        2.5,
+        3.5,
+        1e-5,
+        123456.789,
+        1e21,
+        9.9999999,
+        0.000123456,
+        1e300,
+        5e-324,
+        f64::MAX,
+        1.0 / 3.0,
+        999999.5,
+        0.5,
+        100.0,
+        f64::INFINITY,
+        -f64::INFINITY,
+        f64::NAN,
     ];
     for conversion in ["f", "F", "e", "E", "g", "G"] {
         each_spec(conversion, |f| {
@@ -147,11 +177,29 @@ fn strings_and_mixed_formats() {
     check("[%p]", Value::Str(hello.as_ptr()));
     let format = CString::new("team %d of %d: %s = %.3f (%5.1e) %%\n").unwrap();
     let name = CString::new("sum").unwrap();
-    let text = ours(&format, &[Value::Int(3), Value::Int(8), Value::Str(name.as_ptr()), Value::Double(2.0 / 3.0), Value::Double(12345.0)]);
+    let text = ours(
+        &format,
+        &[
+            Value::Int(3),
+            Value::Int(8),
+            Value::Str(name.as_ptr()),
+            Value::Double(2.0 / 3.0),
+            Value::Double(12345.0),
+        ],
+    );
     assert_eq!(text, "team 3 of 8: sum = 0.667 (1.2e+04) %\n");
     // `*` width and precision come from the arguments.
     let format = CString::new("[%*.*f|%-*d]").unwrap();
-    let text = ours(&format, &[Value::Int(9), Value::Int(2), Value::Double(3.25159), Value::Int(4), Value::Int(7)]);
+    let text = ours(
+        &format,
+        &[
+            Value::Int(9),
+            Value::Int(2),
+            Value::Double(3.25159),
+            Value::Int(4),
+            Value::Int(7),
+        ],
+    );
     assert_eq!(text, "[     3.25|7   ]");
     // `%n` never writes through the pointer.
     let format = CString::new("a%nb").unwrap();
@@ -172,14 +220,26 @@ fn long_lines_are_cut_and_counted() {
     buffer.append(b"first\n", false);
     buffer.append(b"second\n", false);
     assert_eq!(buffer.cursor.load(std::sync::atomic::Ordering::Relaxed), 13);
-    assert_eq!(buffer.truncated.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert_eq!(
+        buffer.truncated.load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
     buffer.append(&vec![b'x'; devicertl::printf::BUFFER_BYTES], false);
-    assert_eq!(buffer.truncated.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(
+        buffer.truncated.load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
 }
 
 /// # Safety
 /// Always safe: both strings are NUL-terminated (the signature mirrors `format`).
 unsafe fn format_into(format_str: &CString, arg: &CString, line: &mut Line<8>) {
     // SAFETY: NUL-terminated format and `%s` argument.
-    unsafe { format(format_str.as_ptr() as *const u8, &mut List(vec![Value::Str(arg.as_ptr())], 0), line) };
+    unsafe {
+        format(
+            format_str.as_ptr() as *const u8,
+            &mut List(vec![Value::Str(arg.as_ptr())], 0),
+            line,
+        )
+    };
 }

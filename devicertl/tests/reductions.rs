@@ -16,10 +16,12 @@ use common::{generic_kernel, parallel, spmd_kernel, Shared};
 use core::ffi::c_void;
 use devicertl::arch::host::race;
 use devicertl::arch::{block_id, warp_size};
-use devicertl::ids::{__kmpc_get_hardware_thread_id_in_block, omp_get_num_threads, omp_get_thread_num};
+use devicertl::ids::{
+    __kmpc_get_hardware_thread_id_in_block, omp_get_num_threads, omp_get_thread_num,
+};
 use devicertl::reduction::{
-    __kmpc_nvptx_parallel_reduce_nowait_v2, __kmpc_nvptx_teams_reduce_nowait_v2, __kmpc_reduction_get_fixed_buffer,
-    __kmpc_shuffle_int32, __kmpc_shuffle_int64,
+    __kmpc_nvptx_parallel_reduce_nowait_v2, __kmpc_nvptx_teams_reduce_nowait_v2,
+    __kmpc_reduction_get_fixed_buffer, __kmpc_shuffle_int32, __kmpc_shuffle_int64,
 };
 use devicertl::sync::__kmpc_barrier;
 use rustomp_abi::KernelLaunchEnvironment;
@@ -33,12 +35,20 @@ struct Vars {
     max: f64,
     xor: u32,
 }
-const IDENTITY: Vars = Vars { sum: 0, max: f64::NEG_INFINITY, xor: 0 };
+const IDENTITY: Vars = Vars {
+    sum: 0,
+    max: f64::NEG_INFINITY,
+    xor: 0,
+};
 
 impl Vars {
     fn of(team: u32, thread: u32) -> Self {
         let v = (team as i64) * 1000 + thread as i64 + 1;
-        Vars { sum: v, max: (v as f64) * 0.5 - (thread % 7) as f64, xor: (v as u32).wrapping_mul(2_654_435_761) }
+        Vars {
+            sum: v,
+            max: (v as f64) * 0.5 - (thread % 7) as f64,
+            xor: (v as u32).wrapping_mul(2_654_435_761),
+        }
     }
     fn combine(&mut self, other: Vars) {
         self.sum += other.sum;
@@ -69,7 +79,13 @@ impl List {
     /// # Safety
     /// The pointers are live (they point at the calling thread's variables).
     unsafe fn read(&self) -> Vars {
-        unsafe { Vars { sum: *self.sum, max: *self.max, xor: *self.xor } }
+        unsafe {
+            Vars {
+                sum: *self.sum,
+                max: *self.max,
+                xor: *self.xor,
+            }
+        }
     }
     unsafe fn write(&self, v: Vars) {
         unsafe {
@@ -85,7 +101,11 @@ const MEDIUM_WORDS: usize = 64;
 struct Medium(Vec<AtomicU32>);
 impl Medium {
     fn new(teams: u32) -> Self {
-        Medium((0..teams as usize * MEDIUM_WORDS).map(|_| AtomicU32::new(0)).collect())
+        Medium(
+            (0..teams as usize * MEDIUM_WORDS)
+                .map(|_| AtomicU32::new(0))
+                .collect(),
+        )
     }
 }
 
@@ -158,7 +178,11 @@ impl TeamsBuffer {
         }
     }
     fn get(&self, slot: usize) -> Vars {
-        Vars { sum: self.sum[slot].load(Relaxed), max: f64::from_bits(self.max[slot].load(Relaxed)), xor: self.xor[slot].load(Relaxed) }
+        Vars {
+            sum: self.sum[slot].load(Relaxed),
+            max: f64::from_bits(self.max[slot].load(Relaxed)),
+            xor: self.xor[slot].load(Relaxed),
+        }
     }
     fn set(&self, slot: usize, v: Vars) {
         self.sum[slot].store(v.sum, Relaxed);
@@ -193,8 +217,13 @@ fn parallel_reduce(vars: &mut Vars, medium: &Medium) -> bool {
     let list_ptr = &mut list as *mut List as *mut c_void;
     // SAFETY: list and callbacks as the compiler would pass them.
     unsafe {
-        __kmpc_nvptx_parallel_reduce_nowait_v2(core::ptr::null(), 24, list_ptr, shuffle_and_reduce, inter_warp_copy)
-            == 1
+        __kmpc_nvptx_parallel_reduce_nowait_v2(
+            core::ptr::null(),
+            24,
+            list_ptr,
+            shuffle_and_reduce,
+            inter_warp_copy,
+        ) == 1
     }
 }
 
@@ -237,19 +266,31 @@ fn check_parallel_spmd(teams: u32, threads: u32, warp: u32, num_threads: i32) {
         parallel(true, num_threads, &|| {
             let mut mine = Vars::of(block_id(), omp_get_thread_num() as u32);
             if parallel_reduce(&mut mine, &medium) {
-                results.lock().unwrap().push((block_id(), omp_get_thread_num(), omp_get_num_threads(), mine));
+                results.lock().unwrap().push((
+                    block_id(),
+                    omp_get_thread_num(),
+                    omp_get_num_threads(),
+                    mine,
+                ));
             }
         });
     });
     let results = results.into_inner().unwrap();
-    assert_eq!(results.len(), teams as usize, "one winner per team ({teams}x{threads}, warp {warp})");
+    assert_eq!(
+        results.len(),
+        teams as usize,
+        "one winner per team ({teams}x{threads}, warp {warp})"
+    );
     for (team, thread, region_threads, value) in results {
         assert_eq!(thread, 0);
         let mut want = IDENTITY;
         for t in 0..region_threads as u32 {
             want.combine(Vars::of(team, t));
         }
-        assert_eq!(value, want, "team {team}, {region_threads} threads, warp {warp}");
+        assert_eq!(
+            value, want,
+            "team {team}, {region_threads} threads, warp {warp}"
+        );
     }
 }
 
@@ -297,19 +338,26 @@ fn parallel_reduction_of_part_of_a_team_meets_at_hardware_barriers() {
 fn check_parallel_generic(teams: u32, threads: u32, warp: u32, num_threads: i32) {
     let medium = Medium::new(teams);
     let results = Mutex::new(Vec::new());
-    generic_kernel(teams, threads, warp, Shared(core::ptr::null_mut()), false, || {
-        let mut team_copy = IDENTITY;
-        let team_copy_ptr = Shared(&mut team_copy as *mut Vars);
-        parallel(true, num_threads, &|| {
-            assert_eq!(omp_get_num_threads(), num_threads);
-            let mut mine = Vars::of(block_id(), omp_get_thread_num() as u32);
-            if parallel_reduce(&mut mine, &medium) {
-                // SAFETY: only the winning thread writes the team copy, which outlives the region.
-                unsafe { (*team_copy_ptr.get()).combine(mine) };
-            }
-        });
-        results.lock().unwrap().push((block_id(), team_copy));
-    });
+    generic_kernel(
+        teams,
+        threads,
+        warp,
+        Shared(core::ptr::null_mut()),
+        false,
+        || {
+            let mut team_copy = IDENTITY;
+            let team_copy_ptr = Shared(&mut team_copy as *mut Vars);
+            parallel(true, num_threads, &|| {
+                assert_eq!(omp_get_num_threads(), num_threads);
+                let mut mine = Vars::of(block_id(), omp_get_thread_num() as u32);
+                if parallel_reduce(&mut mine, &medium) {
+                    // SAFETY: only the winning thread writes the team copy, which outlives the region.
+                    unsafe { (*team_copy_ptr.get()).combine(mine) };
+                }
+            });
+            results.lock().unwrap().push((block_id(), team_copy));
+        },
+    );
     let results = results.into_inner().unwrap();
     assert_eq!(results.len(), teams as usize);
     for (team, value) in results {
@@ -317,7 +365,10 @@ fn check_parallel_generic(teams: u32, threads: u32, warp: u32, num_threads: i32)
         for t in 0..num_threads as u32 {
             want.combine(Vars::of(team, t));
         }
-        assert_eq!(value, want, "generic team {team}, num_threads({num_threads}), warp {warp}");
+        assert_eq!(
+            value, want,
+            "generic team {team}, num_threads({num_threads}), warp {warp}"
+        );
     }
 }
 
@@ -359,7 +410,11 @@ fn check_teams(kernel: Kernel, teams: u32, threads: u32, warp: u32, slots: u32) 
     };
     let winners = Mutex::new(Vec::new());
     // Generic kernels keep the main thread's warp out of parallel regions.
-    let region_threads = if let Kernel::Spmd = kernel { threads } else { threads - warp };
+    let region_threads = if let Kernel::Spmd = kernel {
+        threads
+    } else {
+        threads - warp
+    };
     let team_body = || {
         let mut team_copy = IDENTITY;
         let team_copy_ptr = Shared(&mut team_copy as *mut Vars);
@@ -378,14 +433,26 @@ fn check_teams(kernel: Kernel, teams: u32, threads: u32, warp: u32, slots: u32) 
     let env = Shared(&mut launch_env as *mut KernelLaunchEnvironment);
     match kernel {
         Kernel::Spmd => spmd_kernel(teams, threads, warp, env, team_body),
-        Kernel::Generic { compiler_state_machine } => {
-            generic_kernel(teams, threads, warp, env, compiler_state_machine, team_body)
-        }
+        Kernel::Generic {
+            compiler_state_machine,
+        } => generic_kernel(teams, threads, warp, env, compiler_state_machine, team_body),
     }
     let winners = winners.into_inner().unwrap();
-    assert_eq!(winners.len(), 1, "exactly one thread finishes the teams reduction");
-    assert_eq!(winners[0], expected(teams, region_threads), "{teams} teams x {threads}, warp {warp}, {slots} slots");
-    assert_eq!((launch_env.reduction_cnt, launch_env.reduction_iter_cnt), (0, 0), "counters reset for the next launch");
+    assert_eq!(
+        winners.len(),
+        1,
+        "exactly one thread finishes the teams reduction"
+    );
+    assert_eq!(
+        winners[0],
+        expected(teams, region_threads),
+        "{teams} teams x {threads}, warp {warp}, {slots} slots"
+    );
+    assert_eq!(
+        (launch_env.reduction_cnt, launch_env.reduction_iter_cnt),
+        (0, 0),
+        "counters reset for the next launch"
+    );
 }
 
 fn check_teams_spmd(teams: u32, threads: u32, warp: u32, slots: u32) {
@@ -416,7 +483,31 @@ fn teams_reduction_spmd_more_slots_in_use_than_threads() {
 
 #[test]
 fn teams_reduction_generic() {
-    check_teams(Kernel::Generic { compiler_state_machine: false }, 3, 64, 32, 1024);
-    check_teams(Kernel::Generic { compiler_state_machine: false }, 6, 24, 8, 4);
-    check_teams(Kernel::Generic { compiler_state_machine: true }, 4, 24, 8, 2);
+    check_teams(
+        Kernel::Generic {
+            compiler_state_machine: false,
+        },
+        3,
+        64,
+        32,
+        1024,
+    );
+    check_teams(
+        Kernel::Generic {
+            compiler_state_machine: false,
+        },
+        6,
+        24,
+        8,
+        4,
+    );
+    check_teams(
+        Kernel::Generic {
+            compiler_state_machine: true,
+        },
+        4,
+        24,
+        8,
+        2,
+    );
 }

@@ -6,8 +6,11 @@ mod common;
 
 use common::{parallel, spmd_kernel, Rng, Shared};
 use devicertl::ids::{omp_get_num_threads, omp_get_thread_num};
+use devicertl::workshare::{
+    __kmpc_dispatch_init_8, __kmpc_dispatch_next_8, __kmpc_for_static_init_4,
+    __kmpc_for_static_init_8u,
+};
 use devicertl::workshare::{sched, static_share, trip_count};
-use devicertl::workshare::{__kmpc_dispatch_init_8, __kmpc_dispatch_next_8, __kmpc_for_static_init_4, __kmpc_for_static_init_8u};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -16,20 +19,48 @@ fn is_chunked(kind: i32) -> bool {
 }
 
 /// The iterations (as 0-based indices) entity `id` of `n` runs, and its last flag.
-fn static_iterations(kind: i32, lb: i128, ub: i128, incr: i128, chunk: i128, id: i128, n: i128) -> (Vec<i128>, bool) {
+fn static_iterations(
+    kind: i32,
+    lb: i128,
+    ub: i128,
+    incr: i128,
+    chunk: i128,
+    id: i128,
+    n: i128,
+) -> (Vec<i128>, bool) {
     let share = static_share(kind, lb, ub, incr, chunk, id, n);
     let trip = trip_count(lb, ub, incr);
     let index = |i: i128| (i - lb) / incr;
-    let in_loop = |i: i128| if incr > 0 { i >= lb && i <= ub } else { i <= lb && i >= ub };
+    let in_loop = |i: i128| {
+        if incr > 0 {
+            i >= lb && i <= ub
+        } else {
+            i <= lb && i >= ub
+        }
+    };
     let mut mine = Vec::new();
     let chunked = is_chunked(kind);
     let mut chunk_lb = share.lb;
     loop {
         // The compiler clamps each chunk's upper bound to the loop's.
-        let chunk_ub = if incr > 0 { share.ub.min(ub) + (chunk_lb - share.lb) } else { share.ub.max(ub) + (chunk_lb - share.lb) };
-        let chunk_ub = if incr > 0 { chunk_ub.min(ub) } else { chunk_ub.max(ub) };
+        let chunk_ub = if incr > 0 {
+            share.ub.min(ub) + (chunk_lb - share.lb)
+        } else {
+            share.ub.max(ub) + (chunk_lb - share.lb)
+        };
+        let chunk_ub = if incr > 0 {
+            chunk_ub.min(ub)
+        } else {
+            chunk_ub.max(ub)
+        };
         let mut i = chunk_lb;
-        while in_loop(i) && (if incr > 0 { i <= chunk_ub } else { i >= chunk_ub }) {
+        while in_loop(i)
+            && (if incr > 0 {
+                i <= chunk_ub
+            } else {
+                i >= chunk_ub
+            })
+        {
             mine.push(index(i));
             i += incr;
         }
@@ -68,9 +99,16 @@ fn check_static(kind: i32, lb: i128, ub: i128, incr: i128, chunk: i128, n: i128)
         }
     }
     let case = format!("kind {kind} lb {lb} ub {ub} incr {incr} chunk {chunk} n {n}");
-    assert!(owner.iter().all(Option::is_some), "{case}: iteration missed");
+    assert!(
+        owner.iter().all(Option::is_some),
+        "{case}: iteration missed"
+    );
     if trip > 0 {
-        assert_eq!(last_owners, vec![owner[trip as usize - 1].unwrap()], "{case}: last flag");
+        assert_eq!(
+            last_owners,
+            vec![owner[trip as usize - 1].unwrap()],
+            "{case}: last flag"
+        );
     } else {
         assert!(last_owners.is_empty(), "{case}: last flag on an empty loop");
     }
@@ -89,7 +127,12 @@ fn check_static(kind: i32, lb: i128, ub: i128, incr: i128, chunk: i128, n: i128)
 #[test]
 fn static_schedules_match_brute_force() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let kinds = [sched::STATIC, sched::STATIC_CHUNKED, sched::DISTRIBUTE_STATIC, sched::DISTRIBUTE_STATIC_CHUNKED];
+    let kinds = [
+        sched::STATIC,
+        sched::STATIC_CHUNKED,
+        sched::DISTRIBUTE_STATIC,
+        sched::DISTRIBUTE_STATIC_CHUNKED,
+    ];
     for case in 0..6000 {
         let kind = kinds[case % kinds.len()];
         let incr = match rng.range(0, 5) {
@@ -141,12 +184,38 @@ fn static_init_entry_points_in_a_region() {
         parallel(true, 0, &|| {
             let (mut last, mut lb, mut ub, mut stride) = (0, 0i32, 99i32, 0i32);
             // SAFETY: writable locals, as clang passes them.
-            unsafe { __kmpc_for_static_init_4(core::ptr::null(), 0, sched::STATIC, &mut last, &mut lb, &mut ub, &mut stride, 1, 1) };
-            seen.lock().unwrap().insert(omp_get_thread_num(), (lb, ub, last));
+            unsafe {
+                __kmpc_for_static_init_4(
+                    core::ptr::null(),
+                    0,
+                    sched::STATIC,
+                    &mut last,
+                    &mut lb,
+                    &mut ub,
+                    &mut stride,
+                    1,
+                    1,
+                )
+            };
+            seen.lock()
+                .unwrap()
+                .insert(omp_get_thread_num(), (lb, ub, last));
             // An unsigned 64-bit loop near the top of the type.
             let (mut last, mut lb, mut ub, mut stride) = (0, u64::MAX - 15, u64::MAX, 0i64);
             // SAFETY: as above.
-            unsafe { __kmpc_for_static_init_8u(core::ptr::null(), 0, sched::STATIC, &mut last, &mut lb, &mut ub, &mut stride, 1, 1) };
+            unsafe {
+                __kmpc_for_static_init_8u(
+                    core::ptr::null(),
+                    0,
+                    sched::STATIC,
+                    &mut last,
+                    &mut lb,
+                    &mut ub,
+                    &mut stride,
+                    1,
+                    1,
+                )
+            };
             let t = omp_get_thread_num() as u64;
             assert_eq!((lb, ub), (u64::MAX - 15 + 2 * t, u64::MAX - 14 + 2 * t));
             assert_eq!(last == 1, t == 7);
@@ -176,7 +245,12 @@ fn dispatch_schedules_cover_every_iteration_once() {
             // Every thread draws the same cases.
             let mut rng = Rng(0x1234_5678_9abc_def1);
             for case in 0..CASES {
-                let kind = [sched::DYNAMIC_CHUNKED, sched::GUIDED_CHUNKED, sched::STATIC, sched::RUNTIME][case % 4];
+                let kind = [
+                    sched::DYNAMIC_CHUNKED,
+                    sched::GUIDED_CHUNKED,
+                    sched::STATIC,
+                    sched::RUNTIME,
+                ][case % 4];
                 let incr: i64 = [1, -1, 3, -7][rng.range(0, 3) as usize];
                 let lb = rng.range(-1000, 1000);
                 let span = [0, -3, 1, rng.range(2, 2000)][rng.range(0, 3) as usize];
@@ -186,7 +260,17 @@ fn dispatch_schedules_cover_every_iteration_once() {
                 let (mut last, mut low, mut high, mut stride) = (0, 0i64, 0i64, 0i64);
                 let mut mine = Vec::new();
                 // SAFETY: writable locals, as clang passes them.
-                while unsafe { __kmpc_dispatch_next_8(core::ptr::null(), 0, &mut last, &mut low, &mut high, &mut stride) } == 1 {
+                while unsafe {
+                    __kmpc_dispatch_next_8(
+                        core::ptr::null(),
+                        0,
+                        &mut last,
+                        &mut low,
+                        &mut high,
+                        &mut stride,
+                    )
+                } == 1
+                {
                     let mut i = low;
                     while if incr > 0 { i <= high } else { i >= high } {
                         mine.push(i);
@@ -219,6 +303,10 @@ fn dispatch_schedules_cover_every_iteration_once() {
         got.sort();
         want.sort();
         assert_eq!(got, want, "case {case}: lb {lb} ub {ub} incr {incr}");
-        assert_eq!(lasts[case], (!want.is_empty()) as u32, "case {case}: last chunk flagged once");
+        assert_eq!(
+            lasts[case],
+            (!want.is_empty()) as u32,
+            "case {case}: last chunk flagged once"
+        );
     }
 }

@@ -12,8 +12,16 @@ fuzz_target!(|bytes: &[u8]| {
     let Ok(found) = unwrap_container(bytes) else {
         return;
     };
-    let end = found.offset.checked_add(found.len).expect("offset + len overflows");
-    assert!(end <= bytes.len(), "image [{}, {end}) beyond the {} input bytes", found.offset, bytes.len());
+    let end = found
+        .offset
+        .checked_add(found.len)
+        .expect("offset + len overflows");
+    assert!(
+        end <= bytes.len(),
+        "image [{}, {end}) beyond the {} input bytes",
+        found.offset,
+        bytes.len()
+    );
     let contained = &bytes[found.offset..end];
     if !bytes.starts_with(&OFFLOAD_BINARY_MAGIC) {
         // A bare image is taken whole and described by what it says of itself.
@@ -33,6 +41,9 @@ fuzz_target!(|bytes: &[u8]| {
     }
     // A container inside a container (clang-22 never nests them; the reader must not care).
     if let Ok(inner) = unwrap_container(contained) {
-        assert!(inner.offset.checked_add(inner.len).is_some_and(|e| e <= contained.len()));
+        assert!(inner
+            .offset
+            .checked_add(inner.len)
+            .is_some_and(|e| e <= contained.len()));
     }
 });

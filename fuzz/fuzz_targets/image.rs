@@ -6,8 +6,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use rustomp_plugin::image::{
-    classify, init_priority, parse_sm, ptx_target, symbols_with_prefix, ImageKind, TargetId,
-    validate,
+    classify, init_priority, parse_sm, ptx_target, symbols_with_prefix, validate, ImageKind,
+    TargetId,
 };
 
 fuzz_target!(|bytes: &[u8]| {
@@ -20,7 +20,10 @@ fuzz_target!(|bytes: &[u8]| {
         for prefix in ["__", "__init_array_object_"] {
             let names = symbols_with_prefix(bytes, &kind, prefix);
             assert!(names.iter().all(|n| n.starts_with(prefix)), "{names:?}");
-            assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted and unique: {names:?}");
+            assert!(
+                names.windows(2).all(|w| w[0] < w[1]),
+                "sorted and unique: {names:?}"
+            );
             for name in &names {
                 let _ = init_priority(name);
             }
@@ -28,7 +31,11 @@ fuzz_target!(|bytes: &[u8]| {
         if let ImageKind::Ptx { sm } = kind {
             // PTX is checked for being text up to its terminator, nothing else.
             let text = bytes.split(|&b| b == 0).next().unwrap_or_default();
-            assert_eq!(validated.is_ok(), std::str::from_utf8(text).is_ok(), "{validated:?}");
+            assert_eq!(
+                validated.is_ok(),
+                std::str::from_utf8(text).is_ok(),
+                "{validated:?}"
+            );
             assert_eq!(sm, ptx_target(bytes));
         }
         if let ImageKind::AmdgpuCodeObject { target } = &kind {

@@ -19,21 +19,62 @@ const POINTER: usize = std::mem::size_of::<usize>();
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
 enum Op {
-    Insert { begin: u16, size: u16, base_before: u8, padding: u8, device: u16, hold: bool, infinite: bool, plain: bool },
-    Lookup { begin: u16, size: u16 },
+    Insert {
+        begin: u16,
+        size: u16,
+        base_before: u8,
+        padding: u8,
+        device: u16,
+        hold: bool,
+        infinite: bool,
+        plain: bool,
+    },
+    Lookup {
+        begin: u16,
+        size: u16,
+    },
     /// One more reference to the `n`-th entry (in address order).
-    Retain { n: u8, hold: bool },
+    Retain {
+        n: u8,
+        hold: bool,
+    },
     /// One reference less; the entry goes when it was the last one (LLVM's "is last").
-    Release { n: u8, hold: bool, force: bool },
-    Remove { n: u8 },
-    RemoveAt { begin: u16 },
-    Attach { n: u8, offset: u16, value: u16 },
-    Shadows { n: u8, offset: u16, size: u16 },
+    Release {
+        n: u8,
+        hold: bool,
+        force: bool,
+    },
+    Remove {
+        n: u8,
+    },
+    RemoveAt {
+        begin: u16,
+    },
+    Attach {
+        n: u8,
+        offset: u16,
+        value: u16,
+    },
+    Shadows {
+        n: u8,
+        offset: u16,
+        size: u16,
+    },
     /// Undo an attachment at a pointer inside the `n`-th entry, restoring another value or none.
-    Detach { n: u8, offset: u16, restore: Option<u16> },
+    Detach {
+        n: u8,
+        offset: u16,
+        restore: Option<u16>,
+    },
     /// Copies in flight for `[begin, begin + size)` by construct `owner`.
-    MarkBusy { begin: u16, size: u16, owner: u8 },
-    Unbusy { owner: u8 },
+    MarkBusy {
+        begin: u16,
+        size: u16,
+        owner: u8,
+    },
+    Unbusy {
+        owner: u8,
+    },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -66,22 +107,37 @@ fn model_lookup(model: &[Model], begin: usize, size: usize) -> Lookup {
         // Inside an entry, or a zero-length entry at its own address.
         if let Some(m) = model.iter().find(|m| {
             let e = &m.entry;
-            (e.host_begin <= begin && begin < e.host_end) || (e.host_begin == begin && e.host_end == begin)
+            (e.host_begin <= begin && begin < e.host_end)
+                || (e.host_begin == begin && e.host_end == begin)
         }) {
             return Lookup::Contained(m.entry.host_begin);
         }
         // In the extended range [base, begin) of the next entry.
-        let next = model.iter().filter(|m| m.entry.host_begin > begin).min_by_key(|m| m.entry.host_begin);
+        let next = model
+            .iter()
+            .filter(|m| m.entry.host_begin > begin)
+            .min_by_key(|m| m.entry.host_begin);
         return match next {
             Some(m) if begin >= m.base => Lookup::Contained(m.entry.host_begin),
             _ => Lookup::Absent,
         };
     }
-    if let Some(m) = model.iter().find(|m| m.entry.host_begin <= begin && begin < m.entry.host_end) {
+    if let Some(m) = model
+        .iter()
+        .find(|m| m.entry.host_begin <= begin && begin < m.entry.host_end)
+    {
         let e = &m.entry;
-        return if end <= e.host_end { Lookup::Contained(e.host_begin) } else { Lookup::PartialOverlap(e.host_begin) };
+        return if end <= e.host_end {
+            Lookup::Contained(e.host_begin)
+        } else {
+            Lookup::PartialOverlap(e.host_begin)
+        };
     }
-    match model.iter().filter(|m| begin < m.entry.host_begin && m.entry.host_begin < end).min_by_key(|m| m.entry.host_begin) {
+    match model
+        .iter()
+        .filter(|m| begin < m.entry.host_begin && m.entry.host_begin < end)
+        .min_by_key(|m| m.entry.host_begin)
+    {
         Some(m) => Lookup::PartialOverlap(m.entry.host_begin),
         None => Lookup::Absent,
     }
@@ -90,13 +146,20 @@ fn model_lookup(model: &[Model], begin: usize, size: usize) -> Lookup {
 /// The specified `is_blocked`: the range (at least one byte), or the entry a lookup of it
 /// finds, overlaps a range another construct has busy.
 fn model_blocked(model: &[Model], busy: &[Busy], begin: usize, size: usize, owner: u64) -> bool {
-    let overlaps = |b: usize, e: usize| busy.iter().any(|r| r.owner != owner && r.begin < e && b < r.end);
+    let overlaps = |b: usize, e: usize| {
+        busy.iter()
+            .any(|r| r.owner != owner && r.begin < e && b < r.end)
+    };
     if overlaps(begin, begin.saturating_add(size.max(1))) {
         return true;
     }
     match model_lookup(model, begin, size) {
         Lookup::Contained(key) | Lookup::PartialOverlap(key) => {
-            let e = &model.iter().find(|m| m.entry.host_begin == key).expect("found in the model").entry;
+            let e = &model
+                .iter()
+                .find(|m| m.entry.host_begin == key)
+                .expect("found in the model")
+                .entry;
             overlaps(e.host_begin, e.host_end.max(e.host_begin.saturating_add(1)))
         }
         Lookup::Absent => false,
@@ -124,7 +187,11 @@ fn check(table: &MappingTable, model: &[Model], busy: &[Busy]) {
 }
 
 fuzz_target!(|input: Input| {
-    let origin: usize = if input.high { usize::MAX - 0xffff } else { 0x1000 };
+    let origin: usize = if input.high {
+        usize::MAX - 0xffff
+    } else {
+        0x1000
+    };
     let address = |offset: u16| origin + usize::from(offset);
     let mut table = MappingTable::new();
     // Sorted by host_begin, as the table iterates.
@@ -132,10 +199,21 @@ fuzz_target!(|input: Input| {
     let mut busy: Vec<Busy> = Vec::new();
     for op in input.ops.into_iter().take(512) {
         match op {
-            Op::Insert { begin, size, base_before, padding, device, hold, infinite, plain } => {
+            Op::Insert {
+                begin,
+                size,
+                base_before,
+                padding,
+                device,
+                hold,
+                infinite,
+                plain,
+            } => {
                 let (begin, size) = (address(begin), usize::from(size));
                 // Host objects end inside the address space.
-                let Some(end) = begin.checked_add(size) else { continue };
+                let Some(end) = begin.checked_add(size) else {
+                    continue;
+                };
                 if model_lookup(&model, begin, size) != Lookup::Absent {
                     continue;
                 }
@@ -165,7 +243,15 @@ fuzz_target!(|input: Input| {
                     (base, padding)
                 };
                 let at = model.partition_point(|m| m.entry.host_begin < begin);
-                model.insert(at, Model { entry, base, padding, shadows: Vec::new() });
+                model.insert(
+                    at,
+                    Model {
+                        entry,
+                        base,
+                        padding,
+                        shadows: Vec::new(),
+                    },
+                );
             }
             Op::Lookup { begin, size } => {
                 let (begin, size) = (address(begin), usize::from(size));
@@ -173,16 +259,27 @@ fuzz_target!(|input: Input| {
                 let found = table.lookup(begin, size);
                 assert_eq!(found, expected, "lookup({begin:#x}, {size})");
                 let contained = match expected {
-                    Lookup::Contained(key) => model.iter().find(|m| m.entry.host_begin == key).map(|m| &m.entry),
+                    Lookup::Contained(key) => model
+                        .iter()
+                        .find(|m| m.entry.host_begin == key)
+                        .map(|m| &m.entry),
                     _ => None,
                 };
                 assert_eq!(table.find(begin, size), contained);
                 for owner in 0..3 {
                     let blocked = model_blocked(&model, &busy, begin, size, owner);
-                    assert_eq!(table.is_blocked(begin, size, owner), blocked, "is_blocked({begin:#x}, {size}, {owner}) with {busy:?}");
+                    assert_eq!(
+                        table.is_blocked(begin, size, owner),
+                        blocked,
+                        "is_blocked({begin:#x}, {size}, {owner}) with {busy:?}"
+                    );
                 }
                 if let Some(e) = contained {
-                    assert_eq!(e.device_address(begin), e.device_begin.wrapping_add(begin.wrapping_sub(e.host_begin)));
+                    assert_eq!(
+                        e.device_address(begin),
+                        e.device_begin
+                            .wrapping_add(begin.wrapping_sub(e.host_begin))
+                    );
                 }
             }
             Op::Retain { n, hold } => {
@@ -191,7 +288,9 @@ fuzz_target!(|input: Input| {
                 }
                 let i = usize::from(n) % model.len();
                 let m = &mut model[i].entry;
-                let e = table.get_mut(m.host_begin).expect("modelled entry in the table");
+                let e = table
+                    .get_mut(m.host_begin)
+                    .expect("modelled entry in the table");
                 if hold {
                     e.hold_refs += 1;
                     m.hold_refs += 1;
@@ -207,8 +306,14 @@ fuzz_target!(|input: Input| {
                 }
                 let i = usize::from(n) % model.len();
                 let m = &mut model[i].entry;
-                let e = table.get_mut(m.host_begin).expect("modelled entry in the table");
-                let (this, other) = if hold { (m.hold_refs, m.dynamic_refs) } else { (m.dynamic_refs, m.hold_refs) };
+                let e = table
+                    .get_mut(m.host_begin)
+                    .expect("modelled entry in the table");
+                let (this, other) = if hold {
+                    (m.hold_refs, m.dynamic_refs)
+                } else {
+                    (m.dynamic_refs, m.hold_refs)
+                };
                 let last = !m.infinite && other == 0 && (force || this == 1);
                 assert_eq!(e.is_last_reference(hold, force), last, "{m:?}");
                 if last {
@@ -220,9 +325,17 @@ fuzz_target!(|input: Input| {
                     assert!(table.get(key).is_none());
                     assert!(table.shadows_within(key, 0, usize::MAX).is_empty());
                 } else {
-                    let counter = if hold { &mut e.hold_refs } else { &mut e.dynamic_refs };
+                    let counter = if hold {
+                        &mut e.hold_refs
+                    } else {
+                        &mut e.dynamic_refs
+                    };
                     *counter = counter.saturating_sub(1);
-                    let counter = if hold { &mut m.hold_refs } else { &mut m.dynamic_refs };
+                    let counter = if hold {
+                        &mut m.hold_refs
+                    } else {
+                        &mut m.dynamic_refs
+                    };
                     *counter = counter.saturating_sub(1);
                 }
             }
@@ -235,13 +348,20 @@ fuzz_target!(|input: Input| {
             }
             Op::RemoveAt { begin } => {
                 let begin = address(begin);
-                let expected = model.iter().position(|m| m.entry.host_begin == begin).map(|i| model.remove(i).entry);
+                let expected = model
+                    .iter()
+                    .position(|m| m.entry.host_begin == begin)
+                    .map(|i| model.remove(i).entry);
                 assert_eq!(table.remove(begin), expected);
             }
             Op::Attach { n, offset, value } => {
                 if model.is_empty() {
                     // Nothing to attach to: refused.
-                    let shadow = ShadowPointer { host_address: address(offset), device_address: 0, device_value: 0 };
+                    let shadow = ShadowPointer {
+                        host_address: address(offset),
+                        device_address: 0,
+                        device_value: 0,
+                    };
                     assert!(!table.attach(address(offset), shadow));
                     continue;
                 }
@@ -258,7 +378,11 @@ fuzz_target!(|input: Input| {
                     device_address: m.entry.device_address(host_address),
                     device_value: 0x7000_0000 + usize::from(value),
                 };
-                let changed = match m.shadows.iter_mut().find(|s| s.host_address == host_address) {
+                let changed = match m
+                    .shadows
+                    .iter_mut()
+                    .find(|s| s.host_address == host_address)
+                {
                     Some(s) if *s == shadow => false,
                     Some(s) => {
                         *s = shadow;
@@ -276,12 +400,23 @@ fuzz_target!(|input: Input| {
                     continue;
                 }
                 let m = &model[usize::from(n) % model.len()];
-                let begin = m.entry.host_begin.saturating_add(usize::from(offset)).saturating_sub(0x80);
+                let begin = m
+                    .entry
+                    .host_begin
+                    .saturating_add(usize::from(offset))
+                    .saturating_sub(0x80);
                 let size = usize::from(size);
                 let end = begin.saturating_add(size);
-                let expected: Vec<ShadowPointer> =
-                    m.shadows.iter().filter(|s| s.host_address >= begin && s.host_address + POINTER <= end).copied().collect();
-                assert_eq!(sorted(table.shadows_within(m.entry.host_begin, begin, size)), sorted(expected));
+                let expected: Vec<ShadowPointer> = m
+                    .shadows
+                    .iter()
+                    .filter(|s| s.host_address >= begin && s.host_address + POINTER <= end)
+                    .copied()
+                    .collect();
+                assert_eq!(
+                    sorted(table.shadows_within(m.entry.host_begin, begin, size)),
+                    sorted(expected)
+                );
             }
             Op::Detach { n, offset, restore } => {
                 if model.is_empty() {
@@ -306,7 +441,9 @@ fuzz_target!(|input: Input| {
             }
             Op::MarkBusy { begin, size, owner } => {
                 let begin = address(begin);
-                let end = begin.saturating_add(usize::from(size)).max(begin.saturating_add(1));
+                let end = begin
+                    .saturating_add(usize::from(size))
+                    .max(begin.saturating_add(1));
                 let owner = u64::from(owner % 3);
                 let range = Busy { begin, end, owner };
                 if !busy.contains(&range) {

@@ -14,7 +14,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use omptarget::{__tgt_register_lib, __tgt_unregister_lib};
-use rustomp_abi::{BinDesc, DeviceImage, EntryFlags, OffloadEntry, RequiresFlags, OFFLOAD_KIND_OPENMP};
+use rustomp_abi::{
+    BinDesc, DeviceImage, EntryFlags, OffloadEntry, RequiresFlags, OFFLOAD_KIND_OPENMP,
+};
 use rustomp_plugin::image::{self, testing, ImageKind};
 use std::ffi::c_void;
 use std::sync::OnceLock;
@@ -30,7 +32,11 @@ static mut GLOBAL: [u32; 4] = [0; 4];
 /// A kernel, a global and the `requires` entry clang emits (always the same flags: differing
 /// ones end the process with LLVM's fatal error 2, by design).
 fn host_entries() -> Vec<OffloadEntry> {
-    let entry = |flags: EntryFlags, address: *mut c_void, name: &'static std::ffi::CStr, size: u64, data: u64| OffloadEntry {
+    let entry = |flags: EntryFlags,
+                 address: *mut c_void,
+                 name: &'static std::ffi::CStr,
+                 size: u64,
+                 data: u64| OffloadEntry {
         reserved: 0,
         version: 1,
         kind: OFFLOAD_KIND_OPENMP,
@@ -42,9 +48,27 @@ fn host_entries() -> Vec<OffloadEntry> {
         aux_address: std::ptr::null_mut(),
     };
     vec![
-        entry(EntryFlags::empty(), &KERNEL_ID as *const u8 as *mut c_void, c"__omp_offloading_fuzz_kernel_l1", 0, 0),
-        entry(EntryFlags::empty(), &raw mut GLOBAL as *mut c_void, c"fuzz_global", 16, 0),
-        entry(EntryFlags::REQUIRES, std::ptr::null_mut(), c"", 0, RequiresFlags::UNSPECIFIED.bits()),
+        entry(
+            EntryFlags::empty(),
+            &KERNEL_ID as *const u8 as *mut c_void,
+            c"__omp_offloading_fuzz_kernel_l1",
+            0,
+            0,
+        ),
+        entry(
+            EntryFlags::empty(),
+            &raw mut GLOBAL as *mut c_void,
+            c"fuzz_global",
+            16,
+            0,
+        ),
+        entry(
+            EntryFlags::REQUIRES,
+            std::ptr::null_mut(),
+            c"",
+            0,
+            RequiresFlags::UNSPECIFIED.bits(),
+        ),
     ]
 }
 
@@ -57,7 +81,12 @@ fn quietly<T>(f: impl FnOnce() -> T) -> T {
             return None;
         }
         // SAFETY: plain descriptor calls on a valid path.
-        let (saved, null) = unsafe { (libc::dup(2), libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY)) };
+        let (saved, null) = unsafe {
+            (
+                libc::dup(2),
+                libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY),
+            )
+        };
         if saved < 0 || null < 0 {
             return None;
         }
@@ -79,7 +108,9 @@ fn quietly<T>(f: impl FnOnce() -> T) -> T {
 }
 
 fuzz_target!(|input: &[u8]| {
-    let Some((&control, bytes)) = input.split_first() else { return };
+    let Some((&control, bytes)) = input.split_first() else {
+        return;
+    };
     let (triple, arch) = match control & 3 {
         0 => ("", ""),
         1 => (image::TRIPLE_X86_64, ""),
@@ -129,7 +160,10 @@ fuzz_target!(|input: &[u8]| {
     // An x86_64 shared object in a container for x86_64 runs on the CPU plugin's devices,
     // unless its headers fail validation (then it goes to no plugin).
     let host_runs = control & 3 == 1 && image::validate(bytes) == Ok(ImageKind::HostElf);
-    assert!(!host_runs || devices > 0, "a host image registered, yet no device");
+    assert!(
+        !host_runs || devices > 0,
+        "a host image registered, yet no device"
+    );
     // SAFETY: registered just above.
     quietly(|| unsafe {
         for desc in descriptors.iter_mut().rev() {

@@ -23,7 +23,10 @@ use core::ffi::c_void;
 /// region", for the launching thread. The plugin passes a valid launch environment as
 /// `dyn_ptr`; neither environment is needed here.
 #[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_target_init(_kernel_environment: *const c_void, _dyn_ptr: *mut c_void) -> i32 {
+pub extern "C" fn __kmpc_target_init(
+    _kernel_environment: *const c_void,
+    _dyn_ptr: *mut c_void,
+) -> i32 {
     -1
 }
 

@@ -60,7 +60,25 @@ pub unsafe extern "C" fn __kmpc_parallel_60(
     // variadic convention lets the call carry more, which libomp never reads.
     unsafe {
         libomp::__kmpc_fork_call(
-            ident, count as i32, outlined, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15,
+            ident,
+            count as i32,
+            outlined,
+            a0,
+            a1,
+            a2,
+            a3,
+            a4,
+            a5,
+            a6,
+            a7,
+            a8,
+            a9,
+            a10,
+            a11,
+            a12,
+            a13,
+            a14,
+            a15,
         )
     };
 }
@@ -78,7 +96,12 @@ mod tests {
         marker: AtomicI32,
     }
 
-    unsafe extern "C" fn region(_gtid: *mut i32, _btid: *mut i32, seen: *mut c_void, marker: *mut c_void) {
+    unsafe extern "C" fn region(
+        _gtid: *mut i32,
+        _btid: *mut i32,
+        seen: *mut c_void,
+        marker: *mut c_void,
+    ) {
         // SAFETY: the test passes a `Seen` and an `i32`, both alive for the region.
         let (seen, marker) = unsafe { (&*(seen as *const Seen), *(marker as *const i32)) };
         seen.team_sizes.lock().unwrap().push(libomp_threads());
@@ -98,14 +121,32 @@ mod tests {
     }
 
     fn run(if_expr: i32, num_threads: i32) -> Seen {
-        let seen = Seen { team_sizes: Mutex::new(Vec::new()), threads: AtomicUsize::new(0), marker: AtomicI32::new(0) };
+        let seen = Seen {
+            team_sizes: Mutex::new(Vec::new()),
+            threads: AtomicUsize::new(0),
+            marker: AtomicI32::new(0),
+        };
         let marker = 7i32;
-        let args = [&seen as *const Seen as *mut c_void, &marker as *const i32 as *mut c_void];
+        let args = [
+            &seen as *const Seen as *mut c_void,
+            &marker as *const i32 as *mut c_void,
+        ];
         // SAFETY: libomp's query (it registers this thread as a root on first use).
         let gtid = unsafe { __kmpc_global_thread_num(core::ptr::null()) };
         // SAFETY: `region` takes the two values in `args`; no source location.
         unsafe {
-            __kmpc_parallel_60(core::ptr::null(), gtid, if_expr, num_threads, -1, region as *const c_void, core::ptr::null(), args.as_ptr(), 2, 0)
+            __kmpc_parallel_60(
+                core::ptr::null(),
+                gtid,
+                if_expr,
+                num_threads,
+                -1,
+                region as *const c_void,
+                core::ptr::null(),
+                args.as_ptr(),
+                2,
+                0,
+            )
         };
         seen
     }
@@ -115,7 +156,11 @@ mod tests {
         let seen = run(1, 3);
         assert_eq!(*seen.team_sizes.lock().unwrap(), vec![3, 3, 3]);
         assert_eq!(seen.threads.load(Ordering::Relaxed), 0b111);
-        assert_eq!(seen.marker.load(Ordering::Relaxed), 7, "the captured values reach the region");
+        assert_eq!(
+            seen.marker.load(Ordering::Relaxed),
+            7,
+            "the captured values reach the region"
+        );
         assert_eq!(libomp_threads(), 1, "the team is gone after the region");
     }
 

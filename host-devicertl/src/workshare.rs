@@ -15,8 +15,19 @@ use core::ffi::c_void;
 
 /// The iterations of `entity` (of `entities`) in `0..iterations`, as half-open ranges: one
 /// block when `chunk` is 0, else the chunks `entity`, `entity + entities`, ... of size `chunk`.
-pub fn for_each_share(iterations: u64, entity: u64, entities: u64, chunk: u64, mut range: impl FnMut(u64, u64)) {
-    let (iterations, entity, entities, chunk) = (u128::from(iterations), u128::from(entity), u128::from(entities.max(1)), u128::from(chunk));
+pub fn for_each_share(
+    iterations: u64,
+    entity: u64,
+    entities: u64,
+    chunk: u64,
+    mut range: impl FnMut(u64, u64),
+) {
+    let (iterations, entity, entities, chunk) = (
+        u128::from(iterations),
+        u128::from(entity),
+        u128::from(entities.max(1)),
+        u128::from(chunk),
+    );
     if entity >= entities {
         return;
     }
@@ -43,7 +54,10 @@ pub fn for_each_share(iterations: u64, entity: u64, entities: u64, chunk: u64, m
 fn thread_in_team() -> (u64, u64) {
     // SAFETY: libomp's queries, valid on any thread.
     let (me, team) = unsafe { (libomp::omp_get_thread_num(), libomp::omp_get_num_threads()) };
-    (u64::try_from(me).unwrap_or(0), u64::try_from(team).unwrap_or(1))
+    (
+        u64::try_from(me).unwrap_or(0),
+        u64::try_from(team).unwrap_or(1),
+    )
 }
 
 /// A trip count or chunk of the compiler's type as u64 (a negative one, which the compiler never
@@ -72,7 +86,12 @@ count!(i32, u32, i64, u64);
 ///
 /// # Safety
 /// `body` is the compiler's loop body; `arg` is what it expects.
-unsafe fn share_in_team<T: Count>(body: unsafe extern "C" fn(T, *mut c_void), arg: *mut c_void, iterations: T, chunk: T) {
+unsafe fn share_in_team<T: Count>(
+    body: unsafe extern "C" fn(T, *mut c_void),
+    arg: *mut c_void,
+    iterations: T,
+    chunk: T,
+) {
     let (me, team) = thread_in_team();
     for_each_share(iterations.count(), me, team, chunk.count(), |start, end| {
         for iv in start..end {
@@ -86,7 +105,11 @@ unsafe fn share_in_team<T: Count>(body: unsafe extern "C" fn(T, *mut c_void), ar
 ///
 /// # Safety
 /// As `share_in_team`.
-unsafe fn whole_range<T: Count>(body: unsafe extern "C" fn(T, *mut c_void), arg: *mut c_void, iterations: T) {
+unsafe fn whole_range<T: Count>(
+    body: unsafe extern "C" fn(T, *mut c_void),
+    arg: *mut c_void,
+    iterations: T,
+) {
     for iv in 0..iterations.count() {
         // SAFETY: guaranteed by the caller; `iv` is below the trip count.
         unsafe { body(T::from_index(iv), arg) };
@@ -152,10 +175,30 @@ macro_rules! static_loops {
     };
 }
 
-static_loops!(__kmpc_for_static_loop_4, __kmpc_distribute_static_loop_4, __kmpc_distribute_for_static_loop_4, i32);
-static_loops!(__kmpc_for_static_loop_4u, __kmpc_distribute_static_loop_4u, __kmpc_distribute_for_static_loop_4u, u32);
-static_loops!(__kmpc_for_static_loop_8, __kmpc_distribute_static_loop_8, __kmpc_distribute_for_static_loop_8, i64);
-static_loops!(__kmpc_for_static_loop_8u, __kmpc_distribute_static_loop_8u, __kmpc_distribute_for_static_loop_8u, u64);
+static_loops!(
+    __kmpc_for_static_loop_4,
+    __kmpc_distribute_static_loop_4,
+    __kmpc_distribute_for_static_loop_4,
+    i32
+);
+static_loops!(
+    __kmpc_for_static_loop_4u,
+    __kmpc_distribute_static_loop_4u,
+    __kmpc_distribute_for_static_loop_4u,
+    u32
+);
+static_loops!(
+    __kmpc_for_static_loop_8,
+    __kmpc_distribute_static_loop_8,
+    __kmpc_distribute_for_static_loop_8,
+    i64
+);
+static_loops!(
+    __kmpc_for_static_loop_8u,
+    __kmpc_distribute_static_loop_8u,
+    __kmpc_distribute_for_static_loop_8u,
+    u64
+);
 
 #[cfg(test)]
 mod tests {
@@ -186,13 +229,25 @@ mod tests {
 
     #[test]
     fn blocks_without_a_chunk_chunks_round_robin_with_one() {
-        assert_eq!(shares(10, 3, 0), vec![vec![(0, 4)], vec![(4, 7)], vec![(7, 10)]]);
-        assert_eq!(shares(2, 4, 0), vec![vec![(0, 1)], vec![(1, 2)], vec![], vec![]]);
-        assert_eq!(shares(10, 2, 3), vec![vec![(0, 3), (6, 9)], vec![(3, 6), (9, 10)]]);
+        assert_eq!(
+            shares(10, 3, 0),
+            vec![vec![(0, 4)], vec![(4, 7)], vec![(7, 10)]]
+        );
+        assert_eq!(
+            shares(2, 4, 0),
+            vec![vec![(0, 1)], vec![(1, 2)], vec![], vec![]]
+        );
+        assert_eq!(
+            shares(10, 2, 3),
+            vec![vec![(0, 3), (6, 9)], vec![(3, 6), (9, 10)]]
+        );
         for iterations in 0..40 {
             for entities in 1..9 {
                 for chunk in 0..6 {
-                    assert!(covers_once(iterations, entities, chunk), "{iterations} over {entities}, chunk {chunk}");
+                    assert!(
+                        covers_once(iterations, entities, chunk),
+                        "{iterations} over {entities}, chunk {chunk}"
+                    );
                 }
             }
         }
@@ -206,7 +261,9 @@ mod tests {
         let mut count = 0;
         for_each_share(u64::MAX, 0, 1, u64::MAX - 1, |_, _| count += 1);
         assert_eq!(count, 2);
-        for_each_share(5, 3, 2, 0, |_, _| panic!("entity beyond the team has no share"));
+        for_each_share(5, 3, 2, 0, |_, _| {
+            panic!("entity beyond the team has no share")
+        });
     }
 
     unsafe extern "C" fn record(iv: i64, arg: *mut c_void) {
@@ -220,7 +277,9 @@ mod tests {
         let seen = std::sync::Mutex::new(Vec::<i64>::new());
         let arg = &seen as *const _ as *mut c_void;
         // SAFETY: `record` takes a pointer to `seen`.
-        unsafe { __kmpc_distribute_for_static_loop_8(core::ptr::null(), record, arg, 5, 1, 0, 0, 0) };
+        unsafe {
+            __kmpc_distribute_for_static_loop_8(core::ptr::null(), record, arg, 5, 1, 0, 0, 0)
+        };
         // SAFETY: as above.
         unsafe { __kmpc_distribute_static_loop_8(core::ptr::null(), record, arg, 3, 0, 0) };
         // SAFETY: as above; a negative trip count (never emitted) runs nothing.

@@ -80,4 +80,3 @@ pub(super) fn build_example(name: &str) -> std::result::Result<PathBuf, String> 
     run_logged(&mut cmd, &log)?;
     Ok(at("target/release/examples").join(name))
 }
-

@@ -3,8 +3,8 @@
 
 use super::build::{compile_c, run_logged};
 use super::measure::{measure, with_env};
-use super::report::{cell, machine_line, print_group, ratio};
 use super::plan::{library_variants, Group, Row, Variant};
+use super::report::{cell, machine_line, print_group, ratio};
 use crate::devicertl;
 use crate::paths::cuda_dir;
 use crate::util::{self, at, Cmd, Result};
@@ -114,7 +114,14 @@ pub(super) fn record_gpu_table(variants: &[Variant], rows: &[Row]) -> Result<()>
     let gpu = Command::new("nvidia-smi")
         .args(["--query-gpu=name,driver_version", "--format=csv,noheader"])
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").trim().to_string())
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        })
         .unwrap_or_default();
     let a = variants.first().map_or("ours", |v| v.label);
     let b = variants.get(1).map_or("LLVM", |v| v.label);
@@ -137,12 +144,18 @@ pub(super) fn record_gpu_table(variants: &[Variant], rows: &[Row]) -> Result<()>
     let text = std::fs::read_to_string(&path)?;
     let updated = match (text.find(GPU_TABLE_BEGIN), text.find(GPU_TABLE_END)) {
         (Some(begin), Some(end)) if begin < end => {
-            format!("{}{table}{}", &text[..begin], &text[end + GPU_TABLE_END.len()..])
+            format!(
+                "{}{table}{}",
+                &text[..begin],
+                &text[end + GPU_TABLE_END.len()..]
+            )
         }
-        _ => format!("{}\n\n## GPU (latest run on a GPU)\n\n{table}\n", text.trim_end()),
+        _ => format!(
+            "{}\n\n## GPU (latest run on a GPU)\n\n{table}\n",
+            text.trim_end()
+        ),
     };
     util::write(&path, updated)?;
     println!("gpu: the table is in BENCHMARKS.md");
     Ok(())
 }
-

@@ -46,7 +46,6 @@ pub(super) fn check_libraries(exe: &Path, variants: &[Variant]) -> Result<()> {
     Ok(())
 }
 
-
 /// An executable and the extra environment of one of its runs.
 pub(super) type Job = (PathBuf, Option<(&'static str, &'static str)>);
 
@@ -190,7 +189,6 @@ pub(super) fn parse_results(stdout: &str) -> Vec<(String, f64, String)> {
         })
         .collect()
 }
-
 
 #[cfg(test)]
 mod tests {

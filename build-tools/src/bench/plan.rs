@@ -130,7 +130,6 @@ pub(super) fn library_variants(llvm: bool) -> Vec<Variant> {
     v
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

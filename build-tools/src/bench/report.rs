@@ -74,7 +74,13 @@ pub(super) fn ratio(row: &Row) -> (String, &'static str) {
     (format!("{r:.2}"), verdict)
 }
 
-pub(super) fn print_group(title: &str, variants: &[Variant], rows: &[Row], failures: &[Failure], runs: usize) {
+pub(super) fn print_group(
+    title: &str,
+    variants: &[Variant],
+    rows: &[Row],
+    failures: &[Failure],
+    runs: usize,
+) {
     if rows.is_empty() && failures.is_empty() {
         return; // a filter left nothing of this group
     }
@@ -144,7 +150,6 @@ pub(super) fn machine_line() -> String {
         .unwrap_or_else(|| "unknown".into());
     format!("bench: machine: {cpus} CPUs ({model}), load average {load}, {date}")
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -27,8 +27,10 @@ pub fn seed_dir(target: &str) -> PathBuf {
 }
 
 const PROGRAM: &str = "tests/programs/01_basic_target.c";
-const KERNEL_AMDGPU: &str = "__attribute__((amdgpu_kernel)) void fuzz_kernel(int *p) { p[0] = 42; }\n";
-const KERNEL_NVPTX: &str = "__attribute__((nvptx_kernel)) void fuzz_kernel(int *p) { p[0] = 42; }\n";
+const KERNEL_AMDGPU: &str =
+    "__attribute__((amdgpu_kernel)) void fuzz_kernel(int *p) { p[0] = 42; }\n";
+const KERNEL_NVPTX: &str =
+    "__attribute__((nvptx_kernel)) void fuzz_kernel(int *p) { p[0] = 42; }\n";
 
 /// `OffloadBinary` image kinds (LLVM's `ImageKind`).
 const IMG_OBJECT: u16 = 1;
@@ -49,7 +51,9 @@ fn offload_binary(image: &[u8], kind: u16, triple: &str, arch: &str) -> Vec<u8> 
     out.resize(out.len().next_multiple_of(8), 0);
     let image_at = out.len() as u64;
     out.extend_from_slice(image);
-    let put = |out: &mut Vec<u8>, at: usize, bytes: &[u8]| out[at..at + bytes.len()].copy_from_slice(bytes);
+    let put = |out: &mut Vec<u8>, at: usize, bytes: &[u8]| {
+        out[at..at + bytes.len()].copy_from_slice(bytes)
+    };
     let size = out.len() as u64;
     put(&mut out, 0, &[0x10, 0xff, 0x10, 0xad]);
     put(&mut out, 4, &1u32.to_le_bytes());
@@ -80,20 +84,34 @@ fn u64_at(bytes: &[u8], at: usize) -> Result<usize> {
 /// The first `OffloadBinary` of a file's `.llvm.offloading` section.
 fn offloading_section(file: &Path) -> Result<Vec<u8>> {
     let bytes = std::fs::read(file).context(|| format!("cannot read {}", file.display()))?;
-    let object = object::File::parse(&*bytes).context(|| format!("cannot parse {}", file.display()))?;
+    let object =
+        object::File::parse(&*bytes).context(|| format!("cannot parse {}", file.display()))?;
     let section = object
         .section_by_name(".llvm.offloading")
         .context(|| format!("{} has no .llvm.offloading section", file.display()))?;
-    let data = section.data().context(|| format!("{}: .llvm.offloading", file.display()))?;
+    let data = section
+        .data()
+        .context(|| format!("{}: .llvm.offloading", file.display()))?;
     let size = u64_at(data, 8)?;
-    Ok(data.get(..size).context(|| format!("{}: offload binary of {size} bytes is cut short", file.display()))?.to_vec())
+    Ok(data
+        .get(..size)
+        .context(|| {
+            format!(
+                "{}: offload binary of {size} bytes is cut short",
+                file.display()
+            )
+        })?
+        .to_vec())
 }
 
 /// The image inside an `OffloadBinary` (its only entry).
 fn contained(binary: &[u8]) -> Result<Vec<u8>> {
     let entry = u64_at(binary, 16)?;
     let (offset, size) = (u64_at(binary, entry + 24)?, u64_at(binary, entry + 32)?);
-    Ok(binary.get(offset..offset + size).context(|| "image beyond its offload binary")?.to_vec())
+    Ok(binary
+        .get(offset..offset + size)
+        .context(|| "image beyond its offload binary")?
+        .to_vec())
 }
 
 fn read(p: &Path) -> Result<Vec<u8>> {
@@ -102,7 +120,11 @@ fn read(p: &Path) -> Result<Vec<u8>> {
 
 fn omp_compile(args: &[&str], out: &Path) -> Result<()> {
     let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    args.extend([at(PROGRAM).display().to_string(), "-o".into(), out.display().to_string()]);
+    args.extend([
+        at(PROGRAM).display().to_string(),
+        "-o".into(),
+        out.display().to_string(),
+    ]);
     cc::command(false, Runtime::Ours, &args).run()
 }
 
@@ -133,7 +155,8 @@ fn tls_section_in_relro(so: &[u8]) -> Result<Vec<u8>> {
     let got = (0..shnum)
         .find(|&i| {
             let name = u64_at(so, shoff + i * 64).map_or(usize::MAX, |v| v & 0xffff_ffff);
-            so.get(names_at + name..).is_some_and(|n| n.starts_with(b".got\0"))
+            so.get(names_at + name..)
+                .is_some_and(|n| n.starts_with(b".got\0"))
         })
         .context(|| "the x86_64 image has no .got section")?;
     let stack = (0..phnum)
@@ -170,9 +193,18 @@ pub fn remake() -> Result<()> {
     let path = |name: &str| -> PathBuf { work.join(name) };
 
     util::step("fuzz seeds: tests/programs/01_basic_target.c for x86_64, sm_90 and gfx90a");
-    omp_compile(&["-O2", "-fopenmp-targets=x86_64-pc-linux-gnu"], &path("basic-x86_64"))?;
-    omp_compile(&["-O2", "--offload-arch=sm_90", "-c"], &path("basic-sm_90.o"))?;
-    omp_compile(&["-O2", "--offload-arch=gfx90a", "-c"], &path("basic-gfx90a.o"))?;
+    omp_compile(
+        &["-O2", "-fopenmp-targets=x86_64-pc-linux-gnu"],
+        &path("basic-x86_64"),
+    )?;
+    omp_compile(
+        &["-O2", "--offload-arch=sm_90", "-c"],
+        &path("basic-sm_90.o"),
+    )?;
+    omp_compile(
+        &["-O2", "--offload-arch=gfx90a", "-c"],
+        &path("basic-gfx90a.o"),
+    )?;
     let host_container = offloading_section(&path("basic-x86_64"))?;
     let sm90_object_container = offloading_section(&path("basic-sm_90.o"))?;
     let gfx90a_bitcode_container = offloading_section(&path("basic-gfx90a.o"))?;
@@ -185,12 +217,23 @@ pub fn remake() -> Result<()> {
     for (name, mcpu) in [("gfx90a", "gfx90a"), ("gfx942", "gfx942:sramecc+:xnack-")] {
         let object = path(&format!("k-{name}.o"));
         Cmd::new("clang-22")
-            .args(["--target=amdgcn-amd-amdhsa", &format!("-mcpu={mcpu}"), "-nogpulib", "-O2", "-c"])
+            .args([
+                "--target=amdgcn-amd-amdhsa",
+                &format!("-mcpu={mcpu}"),
+                "-nogpulib",
+                "-O2",
+                "-c",
+            ])
             .arg(path("k-amdgpu.c"))
             .arg("-o")
             .arg(&object)
             .run()?;
-        Cmd::new("ld.lld-22").arg("-shared").arg(&object).arg("-o").arg(path(&format!("k-{name}.so"))).run()?;
+        Cmd::new("ld.lld-22")
+            .arg("-shared")
+            .arg(&object)
+            .arg("-o")
+            .arg(path(&format!("k-{name}.so")))
+            .run()?;
     }
     let cuda_bin = cuda_dir().join("bin");
     Cmd::new("clang-22")
@@ -209,8 +252,14 @@ pub fn remake() -> Result<()> {
     Cmd::new(cuda_bin.join("fatbinary"))
         .arg(format!("--create={}", path("k-sm_90.fatbin").display()))
         .arg("-64")
-        .arg(format!("--image3=kind=elf,sm=90,file={}", path("k-sm_90.cubin").display()))
-        .arg(format!("--image3=kind=ptx,sm=90,file={}", path("k-sm_90.ptx").display()))
+        .arg(format!(
+            "--image3=kind=elf,sm=90,file={}",
+            path("k-sm_90.cubin").display()
+        ))
+        .arg(format!(
+            "--image3=kind=ptx,sm=90,file={}",
+            path("k-sm_90.ptx").display()
+        ))
         .run()?;
     let gfx90a = read(&path("k-gfx90a.so"))?;
     let gfx942 = read(&path("k-gfx942.so"))?;
@@ -228,9 +277,18 @@ pub fn remake() -> Result<()> {
             ("x86_64-program", host_container.clone()),
             ("sm_90-object", sm90_object_container.clone()),
             ("gfx90a-bitcode", gfx90a_bitcode_container.clone()),
-            ("gfx90a-code-object", offload_binary(&gfx90a, IMG_OBJECT, AMDGCN, "gfx90a")),
-            ("sm_90-cubin", offload_binary(&cubin, IMG_CUBIN, NVPTX, "sm_90")),
-            ("sm_90-fatbinary", offload_binary(&fatbin, IMG_FATBINARY, NVPTX, "sm_90")),
+            (
+                "gfx90a-code-object",
+                offload_binary(&gfx90a, IMG_OBJECT, AMDGCN, "gfx90a"),
+            ),
+            (
+                "sm_90-cubin",
+                offload_binary(&cubin, IMG_CUBIN, NVPTX, "sm_90"),
+            ),
+            (
+                "sm_90-fatbinary",
+                offload_binary(&fatbin, IMG_FATBINARY, NVPTX, "sm_90"),
+            ),
             ("sm_90-ptx", offload_binary(&ptx, IMG_PTX, NVPTX, "sm_90")),
             ("truncated", host_container[..100].to_vec()),
             ("bare-gfx942-code-object", gfx942.clone()),
@@ -240,7 +298,10 @@ pub fn remake() -> Result<()> {
         "image",
         &[
             ("x86_64.so", host_so.clone()),
-            ("x86_64-tls-section-in-relro.so", tls_section_in_relro(&host_so)?),
+            (
+                "x86_64-tls-section-in-relro.so",
+                tls_section_in_relro(&host_so)?,
+            ),
             ("sm_90-relocatable.cubin", sm90_object),
             ("sm_90.cubin", cubin.clone()),
             ("sm_90.ptx", ptx.clone()),
@@ -248,7 +309,10 @@ pub fn remake() -> Result<()> {
             ("gfx90a.so", gfx90a.clone()),
             ("gfx942.so", gfx942),
             ("target-id", b"gfx90a:xnack+".to_vec()),
-            ("isa-name", b"amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-".to_vec()),
+            (
+                "isa-name",
+                b"amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-".to_vec(),
+            ),
             ("sm-arch", b"sm_90a".to_vec()),
         ],
     )?;
@@ -262,7 +326,10 @@ pub fn remake() -> Result<()> {
             ("x86_64-and-bare", with(1 | 4, &host_so)),
             ("x86_64-two-programs", with(1 | 8, &host_so)),
             ("gfx90a", with(2, &gfx90a)),
-            ("gfx90a-bitcode-container", with(0, &gfx90a_bitcode_container)),
+            (
+                "gfx90a-bitcode-container",
+                with(0, &gfx90a_bitcode_container),
+            ),
             ("sm_90-cubin", with(3, &cubin)),
             ("sm_90-fatbinary", with(3, &fatbin)),
             ("sm_90-ptx", with(3, &ptx)),
@@ -274,7 +341,10 @@ pub fn remake() -> Result<()> {
         .enumerate()
         .map(|(i, &len)| (format!("ops-{len}"), pseudo_random(0x5eed + i as u64, len)))
         .collect();
-    let mapping: Vec<(&str, Vec<u8>)> = mapping.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    let mapping: Vec<(&str, Vec<u8>)> = mapping
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.clone()))
+        .collect();
     total += write_corpus("mapping", &mapping)?;
     println!("fuzz seeds: {total} bytes in all");
     Ok(())

@@ -42,10 +42,10 @@
 //! drops those the new one no longer has. The install refuses to overwrite a file it did not
 //! write. Nothing is written outside P (the shell's variables are the user's `source`).
 
-use crate::paths::{CONFIG, FLANG_CONFIG};
 use crate::bail;
 use crate::cc;
 use crate::paths::LLVM_LIB;
+use crate::paths::{CONFIG, FLANG_CONFIG};
 use crate::util::{self, at, Cmd, Context, Result};
 use crate::{devicertl, host};
 use std::collections::BTreeSet;
@@ -90,9 +90,16 @@ pub fn default_prefix() -> Result<PathBuf> {
 /// The prefix as an absolute path without `.`/`..`, refusing characters the hook cannot carry
 /// (CCC_OVERRIDE_OPTIONS splits at spaces; the configuration file and env.sh quote nothing).
 fn checked_prefix(prefix: &Path) -> Result<PathBuf> {
-    let text = prefix.to_str().context(|| format!("the prefix {} is not UTF-8", prefix.display()))?;
-    if let Some(c) = text.chars().find(|c| !(c.is_alphanumeric() || "/._+-@%,=".contains(*c))) {
-        bail!("the prefix `{text}` contains {c:?}; choose a path of letters, digits and `/._+-@%,=`");
+    let text = prefix
+        .to_str()
+        .context(|| format!("the prefix {} is not UTF-8", prefix.display()))?;
+    if let Some(c) = text
+        .chars()
+        .find(|c| !(c.is_alphanumeric() || "/._+-@%,=".contains(*c)))
+    {
+        bail!(
+            "the prefix `{text}` contains {c:?}; choose a path of letters, digits and `/._+-@%,=`"
+        );
     }
     let absolute = if prefix.is_absolute() {
         prefix.to_path_buf()
@@ -181,7 +188,11 @@ fn flang_config_text(prefix: &Path) -> String {
     for flag in crate::fc::device_flags(&lib) {
         // `-Xoffload-linker-<triple>` takes the next argument: keep the pair on one line.
         text.push_str(&flag);
-        text.push(if flag.starts_with("-Xoffload-linker-") { ' ' } else { '\n' });
+        text.push(if flag.starts_with("-Xoffload-linker-") {
+            ' '
+        } else {
+            '\n'
+        });
     }
     text.push_str(&format!(
         "# Host: link against {lib}/libomptarget.so and load it from there at run time, with\n# LLVM 22's libomp.so.5 from {LLVM_LIB}.\n",
@@ -197,7 +208,10 @@ fn flang_config_text(prefix: &Path) -> String {
 /// The CCC_OVERRIDE_OPTIONS (FCC_OVERRIDE_OPTIONS) edit that makes `-fopenmp` load the
 /// configuration `config` of `prefix`.
 fn override_edit(prefix: &Path, config: &str) -> String {
-    format!("s/^-fopenmp(=libomp)?$/--config={}/{config}/", prefix.display())
+    format!(
+        "s/^-fopenmp(=libomp)?$/--config={}/{config}/",
+        prefix.display()
+    )
 }
 
 /// The lines of `env.sh` that put `edit` first in the edit list `variable`, once.
@@ -221,7 +235,10 @@ unset _rustomp_edit
 /// `env.sh` for `prefix` (POSIX sh; bash, zsh, dash); `cuda`: the install has CUDA's tools.
 fn env_text(prefix: &Path, cuda: bool) -> String {
     let clang = override_block("CCC_OVERRIDE_OPTIONS", &override_edit(prefix, CONFIG));
-    let flang = override_block(crate::fc::OVERRIDE_VARIABLE, &override_edit(prefix, FLANG_CONFIG));
+    let flang = override_block(
+        crate::fc::OVERRIDE_VARIABLE,
+        &override_edit(prefix, FLANG_CONFIG),
+    );
     let cuda_path = if cuda {
         r##"# flang-22 has no --cuda-path: it uses the CUDA installation of the ptxas on PATH.
 case ":${PATH-}:" in
@@ -271,17 +288,35 @@ fn entries(prefix: &Path, with_cuda: bool) -> Result<Vec<Entry>> {
     let dist = crate::paths::dist_lib();
     let copy = |rel: &str, from: PathBuf| -> Result<Entry> {
         if !from.is_file() {
-            bail!("{} is missing; build it first (`cargo xtask host`, `cargo xtask devicertl`)", util::show(&from));
+            bail!(
+                "{} is missing; build it first (`cargo xtask host`, `cargo xtask devicertl`)",
+                util::show(&from)
+            );
         }
-        Ok(Entry { rel: PathBuf::from(rel), content: Content::Copy(from) })
+        Ok(Entry {
+            rel: PathBuf::from(rel),
+            content: Content::Copy(from),
+        })
     };
     let mut v = vec![
-        copy(&format!("lib/{}", crate::paths::SONAME), dist.join(crate::paths::SONAME))?,
-        copy(&format!("lib/{}", crate::pass::PLUGIN), dist.join(crate::pass::PLUGIN))?,
-        Entry { rel: PathBuf::from("lib/libomptarget.so"), content: Content::Link(PathBuf::from(crate::paths::SONAME)) },
+        copy(
+            &format!("lib/{}", crate::paths::SONAME),
+            dist.join(crate::paths::SONAME),
+        )?,
+        copy(
+            &format!("lib/{}", crate::pass::PLUGIN),
+            dist.join(crate::pass::PLUGIN),
+        )?,
+        Entry {
+            rel: PathBuf::from("lib/libomptarget.so"),
+            content: Content::Link(PathBuf::from(crate::paths::SONAME)),
+        },
         copy("bin/rustomp-info", at("target/release/rustomp-info"))?,
     ];
-    for built in devicertl::outputs().into_iter().chain([crate::host_devicertl::archive()]) {
+    for built in devicertl::outputs()
+        .into_iter()
+        .chain([crate::host_devicertl::archive()])
+    {
         let rel = built.strip_prefix(&dist).unwrap_or(&built).to_path_buf();
         v.push(copy(&format!("lib/{}", rel.display()), built)?);
     }
@@ -292,9 +327,18 @@ fn entries(prefix: &Path, with_cuda: bool) -> Result<Vec<Entry>> {
             v.push(copy(&format!("cuda/{f}"), cuda_src.join(f))?);
         }
     }
-    v.push(Entry { rel: PathBuf::from(CONFIG), content: Content::Text(config_text(prefix, cuda)) });
-    v.push(Entry { rel: PathBuf::from(FLANG_CONFIG), content: Content::Text(flang_config_text(prefix)) });
-    v.push(Entry { rel: PathBuf::from(ENV_SH), content: Content::Text(env_text(prefix, cuda)) });
+    v.push(Entry {
+        rel: PathBuf::from(CONFIG),
+        content: Content::Text(config_text(prefix, cuda)),
+    });
+    v.push(Entry {
+        rel: PathBuf::from(FLANG_CONFIG),
+        content: Content::Text(flang_config_text(prefix)),
+    });
+    v.push(Entry {
+        rel: PathBuf::from(ENV_SH),
+        content: Content::Text(env_text(prefix, cuda)),
+    });
     Ok(v)
 }
 
@@ -314,7 +358,9 @@ impl Manifest {
             }
             let (kind, rel) = line.split_once(' ').unwrap_or((line, ""));
             let rel = PathBuf::from(rel);
-            let inside = rel.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+            let inside = rel
+                .components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
             if rel.as_os_str().is_empty() || !inside {
                 bail!("{}:{}: `{line}` is not a path inside the prefix; not an install manifest of ours", path.display(), n + 1);
             }
@@ -350,7 +396,8 @@ impl Manifest {
         let path = prefix.join(MANIFEST);
         let tmp = path.with_extension("tmp-install");
         util::write(&tmp, self.render())?;
-        fs::rename(&tmp, &path).context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
+        fs::rename(&tmp, &path)
+            .context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
     }
 }
 
@@ -365,7 +412,11 @@ fn missing_dirs(prefix: &Path, rel: &Path, out: &mut BTreeSet<PathBuf>) {
     check(&dir);
     if let Some(parent) = rel.parent() {
         for c in parent.components() {
-            dir = if dir == Path::new(".") { PathBuf::from(c.as_os_str()) } else { dir.join(c) };
+            dir = if dir == Path::new(".") {
+                PathBuf::from(c.as_os_str())
+            } else {
+                dir.join(c)
+            };
             check(&dir);
         }
     }
@@ -378,7 +429,8 @@ fn write_entry(path: &Path, content: &Content) -> Result<()> {
         Content::Text(text) => {
             let tmp = path.with_extension("tmp-install");
             util::write(&tmp, text)?;
-            fs::rename(&tmp, path).context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
+            fs::rename(&tmp, path)
+                .context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
         }
     }
 }
@@ -387,8 +439,13 @@ fn write_entry(path: &Path, content: &Content) -> Result<()> {
 fn remove_file(path: &Path) -> Result<bool> {
     match fs::symlink_metadata(path) {
         Err(_) => Ok(false),
-        Ok(m) if m.is_dir() => bail!("{} is a directory now, not the file the install wrote; remove it yourself", path.display()),
-        Ok(_) => fs::remove_file(path).context(|| format!("cannot remove {}", path.display())).map(|()| true),
+        Ok(m) if m.is_dir() => bail!(
+            "{} is a directory now, not the file the install wrote; remove it yourself",
+            path.display()
+        ),
+        Ok(_) => fs::remove_file(path)
+            .context(|| format!("cannot remove {}", path.display()))
+            .map(|()| true),
     }
 }
 
@@ -418,14 +475,21 @@ fn lay_out(prefix: &Path, entries: &[Entry]) -> Result<Manifest> {
     let dirs: BTreeSet<PathBuf> = old.dirs.union(&created).cloned().collect();
     // First a manifest naming everything this run may leave behind.
     util::mkdirs(prefix.join(MANIFEST).parent().unwrap_or(prefix))?;
-    Manifest { dirs: dirs.clone(), files: old.files.union(&new_files).cloned().collect() }.write(prefix)?;
+    Manifest {
+        dirs: dirs.clone(),
+        files: old.files.union(&new_files).cloned().collect(),
+    }
+    .write(prefix)?;
     for e in entries {
         write_entry(&prefix.join(&e.rel), &e.content)?;
     }
     for stale in old.files.difference(&new_files) {
         remove_file(&prefix.join(stale))?;
     }
-    let manifest = Manifest { dirs, files: new_files };
+    let manifest = Manifest {
+        dirs,
+        files: new_files,
+    };
     manifest.write(prefix)?;
     Ok(manifest)
 }
@@ -445,11 +509,23 @@ fn remove_listed(prefix: &Path) -> Result<(usize, Vec<PathBuf>)> {
     remove_file(&prefix.join(MANIFEST))?;
     // Deepest first; `.` (the prefix) last.
     let mut dirs: Vec<&PathBuf> = m.dirs.iter().collect();
-    dirs.sort_by_key(|d| std::cmp::Reverse(if *d == Path::new(".") { 0 } else { d.components().count() }));
+    dirs.sort_by_key(|d| {
+        std::cmp::Reverse(if *d == Path::new(".") {
+            0
+        } else {
+            d.components().count()
+        })
+    });
     let mut kept = Vec::new();
     for rel in dirs {
-        let dir = if rel == Path::new(".") { prefix.to_path_buf() } else { prefix.join(rel) };
-        let Ok(mut entries) = fs::read_dir(&dir) else { continue };
+        let dir = if rel == Path::new(".") {
+            prefix.to_path_buf()
+        } else {
+            prefix.join(rel)
+        };
+        let Ok(mut entries) = fs::read_dir(&dir) else {
+            continue;
+        };
         if entries.next().is_none() {
             fs::remove_dir(&dir).context(|| format!("cannot remove {}", dir.display()))?;
         } else {
@@ -486,7 +562,12 @@ pub fn install(o: &Options) -> Result<()> {
         println!("install: no CUDA tools in {} (`cargo xtask setup` puts them there): --offload-arch=sm_XX builds need a CUDA toolkit clang finds itself (ptxas on PATH, /usr/local/cuda)", util::show(&crate::paths::cuda_dir()));
     }
     let manifest = lay_out(&prefix, &entries)?;
-    println!("install: {} files in {} (listed in {})", manifest.files.len(), prefix.display(), prefix.join(MANIFEST).display());
+    println!(
+        "install: {} files in {} (listed in {})",
+        manifest.files.len(),
+        prefix.display(),
+        prefix.join(MANIFEST).display()
+    );
     println!(
         "To use it, in each shell:\n  . {p}/{ENV_SH}\n  clang-22 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu prog.c   # or --offload-arch=sm_90 / gfx90a\n  flang-22 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu prog.f90 # likewise\n  rustomp-info\nTo remove it: cargo xtask uninstall --prefix {p}",
         p = prefix.display()
@@ -500,9 +581,15 @@ pub fn uninstall(prefix: Option<&Path>) -> Result<()> {
         None => default_prefix()?,
     })?;
     let (removed, kept) = remove_listed(&prefix)?;
-    println!("uninstall: removed {removed} files and the manifest from {}", prefix.display());
+    println!(
+        "uninstall: removed {removed} files and the manifest from {}",
+        prefix.display()
+    );
     for dir in kept {
-        println!("uninstall: kept {}: it holds files the install did not write", dir.display());
+        println!(
+            "uninstall: kept {}: it holds files the install did not write",
+            dir.display()
+        );
     }
     Ok(())
 }

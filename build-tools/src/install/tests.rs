@@ -3,20 +3,36 @@
 use super::*;
 
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rustomp-install-test-{}-{name}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "rustomp-install-test-{}-{name}",
+        std::process::id()
+    ));
     let _ = fs::remove_dir_all(&dir);
     dir
 }
 
 fn text(rel: &str, body: &str) -> Entry {
-    Entry { rel: PathBuf::from(rel), content: Content::Text(body.to_string()) }
+    Entry {
+        rel: PathBuf::from(rel),
+        content: Content::Text(body.to_string()),
+    }
 }
 
 #[test]
 fn prefix_is_absolute_clean_and_quotable() {
-    assert_eq!(checked_prefix(Path::new("/tmp/./p/")).unwrap(), PathBuf::from("/tmp/p"));
+    assert_eq!(
+        checked_prefix(Path::new("/tmp/./p/")).unwrap(),
+        PathBuf::from("/tmp/p")
+    );
     assert!(checked_prefix(Path::new("relative")).unwrap().is_absolute());
-    for bad in ["/tmp/a b", "/tmp/a\\b", "/tmp/$x", "/tmp/../etc", "/", "/tmp/it's"] {
+    for bad in [
+        "/tmp/a b",
+        "/tmp/a\\b",
+        "/tmp/$x",
+        "/tmp/../etc",
+        "/",
+        "/tmp/it's",
+    ] {
         assert!(checked_prefix(Path::new(bad)).is_err(), "{bad}");
     }
 }
@@ -60,15 +76,24 @@ fn flang_config_starts_with_fopenmp_and_wires_every_triple() {
     ] {
         assert!(lines.contains(&want), "{want} missing from\n{cfg}");
     }
-    assert!(!lines.iter().any(|l| l.contains("--cuda-path") || l.contains("-Xopenmp-target")), "flang-22 rejects both:\n{cfg}");
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("--cuda-path") || l.contains("-Xopenmp-target")),
+        "flang-22 rejects both:\n{cfg}"
+    );
 }
 
 #[test]
 fn env_sets_path_and_the_override_once() {
     let env = env_text(Path::new("/p"), false);
     assert!(env.contains("RUSTOMP_PREFIX='/p'"));
-    assert!(env.contains("_rustomp_edit='s/^-fopenmp(=libomp)?$/--config=/p/etc/rustomp/clang.cfg/'"));
-    assert!(env.contains("_rustomp_edit='s/^-fopenmp(=libomp)?$/--config=/p/etc/rustomp/flang.cfg/'"));
+    assert!(
+        env.contains("_rustomp_edit='s/^-fopenmp(=libomp)?$/--config=/p/etc/rustomp/clang.cfg/'")
+    );
+    assert!(
+        env.contains("_rustomp_edit='s/^-fopenmp(=libomp)?$/--config=/p/etc/rustomp/flang.cfg/'")
+    );
     if util::which("sh").is_none() {
         return;
     }
@@ -84,12 +109,24 @@ fn env_sets_path_and_the_override_once() {
         .unwrap();
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "/p/bin:/usr/bin:/bin");
-    assert_eq!(lines[1], format!("# {} x-Werror", override_edit(Path::new("/p"), CONFIG)));
-    assert_eq!(lines[2], format!("# {}", override_edit(Path::new("/p"), FLANG_CONFIG)));
+    assert_eq!(
+        lines[1],
+        format!("# {} x-Werror", override_edit(Path::new("/p"), CONFIG))
+    );
+    assert_eq!(
+        lines[2],
+        format!("# {}", override_edit(Path::new("/p"), FLANG_CONFIG))
+    );
     // With CUDA's tools, their bin directory goes on PATH too (for flang's ptxas), once.
     util::write(&dir.join("env.sh"), env_text(Path::new("/p"), true)).unwrap();
     let out = Cmd::new("sh")
-        .args(["-c", &format!(". {0}/env.sh; . {0}/env.sh; printf '%s\\n' \"$PATH\"", dir.display())])
+        .args([
+            "-c",
+            &format!(
+                ". {0}/env.sh; . {0}/env.sh; printf '%s\\n' \"$PATH\"",
+                dir.display()
+            ),
+        ])
         .env("PATH", "/usr/bin:/bin")
         .output()
         .unwrap();
@@ -113,7 +150,15 @@ fn install_reinstall_uninstall_touch_only_their_files() {
     let base = temp("cycle");
     let prefix = base.join("p");
     util::mkdirs(&base).unwrap();
-    let m = lay_out(&prefix, &[text("env.sh", "1"), text("lib/x/a", "a"), text("lib/b", "b")]).unwrap();
+    let m = lay_out(
+        &prefix,
+        &[
+            text("env.sh", "1"),
+            text("lib/x/a", "a"),
+            text("lib/b", "b"),
+        ],
+    )
+    .unwrap();
     assert!(m.dirs.contains(Path::new(".")) && m.dirs.contains(Path::new("lib/x")));
     // A file of the user's, and a reinstall without lib/x/a: a is removed, the rest replaced.
     util::write(&prefix.join("lib/mine"), "user").unwrap();
@@ -128,16 +173,26 @@ fn install_reinstall_uninstall_touch_only_their_files() {
     assert_eq!(removed, 2);
     assert_eq!(kept, [prefix.join("lib"), prefix.clone()]);
     assert!(prefix.join("lib/mine").is_file());
-    assert!(!prefix.join(MANIFEST).exists() && !prefix.join("share").exists() && !prefix.join("lib/x").exists());
+    assert!(
+        !prefix.join(MANIFEST).exists()
+            && !prefix.join("share").exists()
+            && !prefix.join("lib/x").exists()
+    );
     fs::remove_file(prefix.join("lib/mine")).unwrap();
     fs::remove_dir(prefix.join("lib")).unwrap();
     // A prefix that existed before the install stays, empty.
     lay_out(&prefix, &[text("env.sh", "1")]).unwrap();
     let m = Manifest::read(&prefix).unwrap().unwrap();
-    assert!(!m.dirs.contains(Path::new(".")), "the prefix existed before this install");
+    assert!(
+        !m.dirs.contains(Path::new(".")),
+        "the prefix existed before this install"
+    );
     remove_listed(&prefix).unwrap();
     assert!(prefix.is_dir() && fs::read_dir(&prefix).unwrap().next().is_none());
-    assert!(remove_listed(&prefix).is_err(), "no manifest: nothing to do, said so");
+    assert!(
+        remove_listed(&prefix).is_err(),
+        "no manifest: nothing to do, said so"
+    );
     // One the install created goes with it.
     fs::remove_dir(&prefix).unwrap();
     lay_out(&prefix, &[text("lib/a", "a")]).unwrap();

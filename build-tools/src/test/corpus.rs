@@ -1,7 +1,10 @@
 //! Step 5 of `cargo xtask test`: the program corpus (`tests/programs`) offloaded to the CPU
 //! plugin, against our library and LLVM's, with the table of both.
 
-use super::programs::{Header, JOBS, Outcome, Scope, Verdict, compile_source, known_failures, llvm_verdict, ours_verdict, parse_header, run_program, sources, stem, with_expected_output};
+use super::programs::{
+    compile_source, known_failures, llvm_verdict, ours_verdict, parse_header, run_program, sources,
+    stem, with_expected_output, Header, Outcome, Scope, Verdict, JOBS,
+};
 use crate::cc::Runtime;
 use crate::util::{self, at, Result};
 use std::path::PathBuf;
@@ -45,7 +48,10 @@ pub(super) fn run(suite: &Suite) -> Result<Summary> {
     let filter = std::env::var("RUSTOMP_CORPUS_FILTER").unwrap_or_default();
     let programs: Vec<Program> = sources(&dir)
         .into_iter()
-        .filter(|src| src.file_name().is_some_and(|n| n.to_string_lossy().contains(filter.as_str())))
+        .filter(|src| {
+            src.file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(filter.as_str()))
+        })
         .map(|src| {
             let text = std::fs::read_to_string(&src).unwrap_or_default();
             Program {
@@ -70,7 +76,9 @@ pub(super) fn run(suite: &Suite) -> Result<Summary> {
     let out_dir = at(suite.out_dir);
     let llvm_dir = out_dir.join("llvm");
     util::mkdirs(&llvm_dir)?;
-    let with_llvm = crate::paths::llvm_ref_dir().join("libomptarget.so").exists();
+    let with_llvm = crate::paths::llvm_ref_dir()
+        .join("libomptarget.so")
+        .exists();
     if !with_llvm {
         println!("corpus: no target/llvm-ref/libomptarget.so: LLVM column skipped");
     }
@@ -122,13 +130,25 @@ pub(super) fn run(suite: &Suite) -> Result<Summary> {
             let log = exe.with_extension("log");
             Some(match rt {
                 Runtime::Ours => {
-                    let expected: Vec<String> = p.header.expect_stderr.iter().chain(&p.header.expect_stderr_both).cloned().collect();
+                    let expected: Vec<String> = p
+                        .header
+                        .expect_stderr
+                        .iter()
+                        .chain(&p.header.expect_stderr_both)
+                        .cloned()
+                        .collect();
                     with_expected_output(ours_verdict(&outcome, &p.header), &expected, &log)
                 }
                 Runtime::Llvm => {
-                    let v = with_expected_output(llvm_verdict(&outcome, &p.header), &p.header.expect_stderr_both, &log);
+                    let v = with_expected_output(
+                        llvm_verdict(&outcome, &p.header),
+                        &p.header.expect_stderr_both,
+                        &log,
+                    );
                     match (&p.header.llvm_ref_fails, v.0) {
-                        (Some(_), false) if !v.1.contains("LLVM-REF") => (false, format!("{}, documented (LLVM-REF)", v.1)),
+                        (Some(_), false) if !v.1.contains("LLVM-REF") => {
+                            (false, format!("{}, documented (LLVM-REF)", v.1))
+                        }
                         _ => v,
                     }
                 }

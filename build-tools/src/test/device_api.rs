@@ -22,7 +22,9 @@ pub fn run() -> Result<()> {
     let not_yet: BTreeSet<&str> = NOT_YET.iter().map(|(n, _)| *n).collect();
     let mut failing = Vec::new();
     for t in &TARGETS {
-        let archive = crate::paths::dist_lib().join(t.triple).join("libompdevice.a");
+        let archive = crate::paths::dist_lib()
+            .join(t.triple)
+            .join("libompdevice.a");
         let (defined, _) = devicertl::nm(&archive)?;
         let from_driver: BTreeSet<&str> = if t.triple.starts_with("nvptx") {
             ["malloc", "free", "vprintf"].into()

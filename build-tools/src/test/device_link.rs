@@ -79,9 +79,17 @@ fn without_amd_gpu(out: &Path) -> std::result::Result<String, String> {
     args.extend(parse_header(&util::read(&src).map_err(|e| e.to_string())?).source_args(&src));
     args.extend(["-o".into(), exe.display().to_string()]);
     let log = out.join("offload-default-gfx90a.log");
-    compile(false, Runtime::Ours, &args, &log).map_err(|e| format!("{FALLBACK} does not build for gfx90a: {e} (log {})", util::show(&log)))?;
+    compile(false, Runtime::Ours, &args, &log).map_err(|e| {
+        format!(
+            "{FALLBACK} does not build for gfx90a: {e} (log {})",
+            util::show(&log)
+        )
+    })?;
     let mut seen = Vec::new();
-    for (case, runtime) in [("no runtime", Some("/nonexistent/libhsa-runtime64.so.1")), ("installed runtime", None)] {
+    for (case, runtime) in [
+        ("no runtime", Some("/nonexistent/libhsa-runtime64.so.1")),
+        ("installed runtime", None),
+    ] {
         for policy in ["mandatory", "default"] {
             let log = out.join(format!("no-hsa-{}-{policy}.log", case.replace(' ', "-")));
             let mut env = vec![("OMP_TARGET_OFFLOAD".to_string(), policy.to_string())];
@@ -92,12 +100,18 @@ fn without_amd_gpu(out: &Path) -> std::result::Result<String, String> {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             let ok = match (policy, &outcome) {
                 // A fatal offload error ends the process with SIGABRT, as LLVM's.
-                ("mandatory", super::programs::Outcome::Signal(6)) => text.contains("HSA") && text.contains("libhsa-runtime64.so.1"),
+                ("mandatory", super::programs::Outcome::Signal(6)) => {
+                    text.contains("HSA") && text.contains("libhsa-runtime64.so.1")
+                }
                 ("default", super::programs::Outcome::Exit(0)) => true,
                 _ => false,
             };
             if !ok {
-                return Err(format!("{case}, OMP_TARGET_OFFLOAD={policy}: {} (log {})", super::programs::verdict(&outcome, policy == "mandatory").1, util::show(&log)));
+                return Err(format!(
+                    "{case}, OMP_TARGET_OFFLOAD={policy}: {} (log {})",
+                    super::programs::verdict(&outcome, policy == "mandatory").1,
+                    util::show(&log)
+                ));
             }
             if policy == "mandatory" {
                 let line = text.lines().find(|l| l.contains("HSA")).unwrap_or_default();
@@ -105,7 +119,10 @@ fn without_amd_gpu(out: &Path) -> std::result::Result<String, String> {
             }
         }
     }
-    Ok(format!("mandatory stops naming HSA, default runs on the host; {}", seen.join("; ")))
+    Ok(format!(
+        "mandatory stops naming HSA, default runs on the host; {}",
+        seen.join("; ")
+    ))
 }
 
 /// Builds the generic-mode program for sm_90 with -save-temps in `dir` and returns the shared

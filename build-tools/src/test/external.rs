@@ -9,10 +9,10 @@
 //! named the broken library and the symbol it lacks, and its error for the refused launch names
 //! the RTL file, the call and the RTL's code. Skipped, with a line saying so, when clang-22 is not installed.
 
+use crate::bail;
 use crate::cc::{self, Runtime};
 use crate::paths::dist_lib;
 use crate::util::{self, at, Cmd, Result};
-use crate::bail;
 
 /// Seconds the test program may run.
 const TIMEOUT_S: &str = "20";
@@ -61,9 +61,12 @@ pub fn run() -> Result<()> {
         .lines()
         .any(|l| l.contains("libomptarget.rtl.broken.so") && l.contains("__tgt_rtl_data_delete"));
     let failure_named = stderr.lines().any(|l| {
-        l.contains("libomptarget.rtl.fake.so") && l.contains("__tgt_rtl_run_target_team_region") && l.contains("returned 5")
+        l.contains("libomptarget.rtl.fake.so")
+            && l.contains("__tgt_rtl_run_target_team_region")
+            && l.contains("returned 5")
     });
-    if !out.status.success() || !stdout.contains("use_fake: OK") || !broken_named || !failure_named {
+    if !out.status.success() || !stdout.contains("use_fake: OK") || !broken_named || !failure_named
+    {
         eprint!("{stderr}");
         bail!(
             "external RTL test failed ({}; broken library reported: {broken_named}; failed launch reported: {failure_named})",

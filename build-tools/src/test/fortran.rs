@@ -19,7 +19,10 @@ const REFUSED: &str = "flang's device code calls _FortranAioBeginExternalFormatt
 
 pub fn run() -> Result<()> {
     if util::which(crate::paths::FLANG).is_none() {
-        crate::bail!("{} is not installed: `cargo xtask setup`", crate::paths::FLANG);
+        crate::bail!(
+            "{} is not installed: `cargo xtask setup`",
+            crate::paths::FLANG
+        );
     }
     let out = at("target/fortran");
     util::mkdirs(&out)?;
@@ -27,15 +30,30 @@ pub fn run() -> Result<()> {
     let mut failures = Vec::new();
     let exe = out.join("runtime_calls-x86_64");
     let log = out.join("runtime_calls-x86_64.log");
-    let args = ["-O2".to_string(), "-fopenmp-targets=x86_64-pc-linux-gnu".into(), src.clone(), "-o".into(), exe.display().to_string()];
+    let args = [
+        "-O2".to_string(),
+        "-fopenmp-targets=x86_64-pc-linux-gnu".into(),
+        src.clone(),
+        "-o".into(),
+        exe.display().to_string(),
+    ];
     let ran = match run_compile(crate::fc::command(Runtime::Ours, &args), true, &log) {
         Err(e) => Err(e),
-        Ok(()) => match Command::new(&exe).env("OMP_TARGET_OFFLOAD", "mandatory").output() {
-            Ok(o) if o.status.success() && String::from_utf8_lossy(&o.stdout).contains(PRINTED) => Ok(()),
+        Ok(()) => match Command::new(&exe)
+            .env("OMP_TARGET_OFFLOAD", "mandatory")
+            .output()
+        {
+            Ok(o) if o.status.success() && String::from_utf8_lossy(&o.stdout).contains(PRINTED) => {
+                Ok(())
+            }
             Ok(o) => Err(format!(
                 "{}, output {:?}",
                 util::describe(o.status),
-                format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+                format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                )
             )),
             Err(e) => Err(e.to_string()),
         },
@@ -49,19 +67,40 @@ pub fn run() -> Result<()> {
     }
     for arch in ["sm_90", "gfx90a"] {
         let log = out.join(format!("runtime_calls-{arch}.log"));
-        let args = ["-O2".to_string(), format!("--offload-arch={arch}"), src.clone(), "-o".into(), out.join(format!("runtime_calls-{arch}")).display().to_string()];
+        let args = [
+            "-O2".to_string(),
+            format!("--offload-arch={arch}"),
+            src.clone(),
+            "-o".into(),
+            out.join(format!("runtime_calls-{arch}"))
+                .display()
+                .to_string(),
+        ];
         let linked = run_compile(crate::fc::command(Runtime::Ours, &args), true, &log).is_ok();
-        let refused = std::fs::read_to_string(&log).unwrap_or_default().contains(REFUSED);
+        let refused = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains(REFUSED);
         if !linked && refused {
             println!("fortran: runtime calls in a target region, {arch}: refused at link time, naming the Fortran runtime calls");
         } else {
-            let what = if linked { "linked (the device runtime grew the Fortran runtime? then run it instead)" } else { "failed without naming the missing calls" };
-            println!("fortran: runtime calls in a target region, {arch}: FAIL: {what}, see {}", util::show(&log));
+            let what = if linked {
+                "linked (the device runtime grew the Fortran runtime? then run it instead)"
+            } else {
+                "failed without naming the missing calls"
+            };
+            println!(
+                "fortran: runtime calls in a target region, {arch}: FAIL: {what}, see {}",
+                util::show(&log)
+            );
             failures.push(arch.to_string());
         }
     }
     if !failures.is_empty() {
-        crate::bail!("Fortran device-runtime checks failing: {} (logs in {})", failures.join(", "), util::show(&out));
+        crate::bail!(
+            "Fortran device-runtime checks failing: {} (logs in {})",
+            failures.join(", "),
+            util::show(&out)
+        );
     }
     Ok(())
 }

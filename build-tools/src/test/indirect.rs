@@ -25,7 +25,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 const DIR: &str = "tests/indirect";
-const TRANSLATIONS: [&str; 2] = ["@__kmpc_target_translate_fptr(", "@__rustomp_translate_fptr("];
+const TRANSLATIONS: [&str; 2] = [
+    "@__kmpc_target_translate_fptr(",
+    "@__rustomp_translate_fptr(",
+];
 
 /// What one checked module holds.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -64,7 +67,11 @@ fn functions(ir: &str) -> Vec<Function<'_>> {
                 .and_then(|rest| rest.split(['(', '"']).next())
                 .unwrap_or("");
             let marked = line.split_whitespace().any(|t| marked.contains(&t));
-            current = Some(Function { name, marked, body: Vec::new() });
+            current = Some(Function {
+                name,
+                marked,
+                body: Vec::new(),
+            });
         } else if line == "}" {
             out.extend(current.take());
         } else if let Some(f) = current.as_mut() {
@@ -77,8 +84,12 @@ fn functions(ir: &str) -> Vec<Function<'_>> {
 /// The device runtime's functions, as the pass leaves them: marked, or by name (Rust v0
 /// symbols, entry points).
 fn is_runtime(name: &str) -> bool {
-    let rust = name.strip_prefix("_R").is_some_and(|r| r.starts_with(|c: char| c.is_ascii_uppercase()));
-    rust || ["__kmpc_", "__llvm_omp_", "__rustomp", "omp_", "ompx_"].iter().any(|p| name.starts_with(p))
+    let rust = name
+        .strip_prefix("_R")
+        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_uppercase()));
+    rust || ["__kmpc_", "__llvm_omp_", "__rustomp", "omp_", "ompx_"]
+        .iter()
+        .any(|p| name.starts_with(p))
 }
 
 /// The callee of a call or invoke line when it is a value (`%x`), not a function (`@f`).
@@ -92,7 +103,9 @@ fn indirect_callee(line: &str) -> Option<&str> {
         if c != '%' && c != '@' {
             continue;
         }
-        let end = rest[i + 1..].find(|ch: char| !(ch.is_ascii_alphanumeric() || "._$-".contains(ch))).map(|e| i + 1 + e)?;
+        let end = rest[i + 1..]
+            .find(|ch: char| !(ch.is_ascii_alphanumeric() || "._$-".contains(ch)))
+            .map(|e| i + 1 + e)?;
         if bytes.get(end) == Some(&b'(') {
             return (c == '%').then(|| &rest[i..end]);
         }
@@ -111,7 +124,9 @@ fn definitions<'a>(body: &[&'a str]) -> HashMap<&'a str, &'a str> {
 fn first_operand(rhs: &str) -> Option<&str> {
     let i = rhs.find(" %")?;
     let name = &rhs[i + 1..];
-    let end = name.find(|c: char| !(c.is_ascii_alphanumeric() || "%._$-".contains(c))).unwrap_or(name.len());
+    let end = name
+        .find(|c: char| !(c.is_ascii_alphanumeric() || "%._$-".contains(c)))
+        .unwrap_or(name.len());
     Some(&name[..end])
 }
 
@@ -123,7 +138,9 @@ fn is_translation(rhs: &str) -> bool {
 /// Follows casts and constant-index GEPs back from `value`.
 fn strip<'a>(defs: &HashMap<&'a str, &'a str>, mut value: &'a str) -> &'a str {
     for _ in 0..16 {
-        let Some(rhs) = defs.get(value) else { return value };
+        let Some(rhs) = defs.get(value) else {
+            return value;
+        };
         let is_cast = rhs.starts_with("bitcast ") || rhs.starts_with("addrspacecast ");
         let constant_gep = rhs.starts_with("getelementptr") && rhs.matches(" %").count() == 1;
         if !(is_cast || constant_gep) {
@@ -145,11 +162,19 @@ pub fn check(ir: &str) -> Summary {
         for line in &f.body {
             if TRANSLATIONS.iter().any(|t| line.contains(t)) && line.contains("call ") {
                 s.translations += 1;
-                if TRANSLATIONS.iter().any(|t| line.contains(&format!("{t}ptr @"))) {
-                    s.problems.push(format!("{}: translation of a known function: {line}", f.name));
+                if TRANSLATIONS
+                    .iter()
+                    .any(|t| line.contains(&format!("{t}ptr @")))
+                {
+                    s.problems.push(format!(
+                        "{}: translation of a known function: {line}",
+                        f.name
+                    ));
                 }
             }
-            let Some(callee) = indirect_callee(line) else { continue };
+            let Some(callee) = indirect_callee(line) else {
+                continue;
+            };
             if f.marked || is_runtime(f.name) {
                 s.runtime += 1;
                 continue;
@@ -161,10 +186,17 @@ pub fn check(ir: &str) -> Summary {
                 s.translated += 1;
             } else if rhs.starts_with("load ptr") && first_operand(rhs).is_some_and(translated) {
                 s.translated += 1; // a slot of a translated vtable
-            } else if rhs.starts_with("inttoptr ") && first_operand(rhs).and_then(|v| defs.get(v)).is_some_and(|r| r.starts_with("load atomic ")) {
+            } else if rhs.starts_with("inttoptr ")
+                && first_operand(rhs)
+                    .and_then(|v| defs.get(v))
+                    .is_some_and(|r| r.starts_with("load atomic "))
+            {
                 s.runtime += 1; // the state machine's region wrapper
             } else {
-                s.problems.push(format!("{}: indirect call without translation: {line}", f.name));
+                s.problems.push(format!(
+                    "{}: indirect call without translation: {line}",
+                    f.name
+                ));
             }
         }
     }
@@ -205,7 +237,11 @@ fn compile(job: &Job, out: &Path) -> std::result::Result<String, String> {
     let log = out.join(format!("{}.log", job.tag));
     let line = cmd.display();
     let result = cmd.output_raw().map_err(|e| e.to_string())?;
-    let text = format!("$ {line}\n{}{}", String::from_utf8_lossy(&result.stdout), String::from_utf8_lossy(&result.stderr));
+    let text = format!(
+        "$ {line}\n{}{}",
+        String::from_utf8_lossy(&result.stdout),
+        String::from_utf8_lossy(&result.stderr)
+    );
     let _ = util::write(&log, &text);
     if !result.status.success() {
         return Err(format!("compile failed, see {}", util::show(&log)));
@@ -216,9 +252,19 @@ fn compile(job: &Job, out: &Path) -> std::result::Result<String, String> {
             let bc = util::files_matching(dir, "", ".img.0.5.precodegen.bc")
                 .into_iter()
                 .next()
-                .ok_or_else(|| format!("no *.img.0.5.precodegen.bc in {} (-save-temps of the LTO link)", util::show(dir)))?;
+                .ok_or_else(|| {
+                    format!(
+                        "no *.img.0.5.precodegen.bc in {} (-save-temps of the LTO link)",
+                        util::show(dir)
+                    )
+                })?;
             let ll = bc.with_extension("ll");
-            Cmd::new("llvm-dis-22").arg(&bc).arg("-o").arg(&ll).output_raw().map_err(|e| e.to_string())?;
+            Cmd::new("llvm-dis-22")
+                .arg(&bc)
+                .arg("-o")
+                .arg(&ll)
+                .output_raw()
+                .map_err(|e| e.to_string())?;
             ll
         }
     };
@@ -226,25 +272,78 @@ fn compile(job: &Job, out: &Path) -> std::result::Result<String, String> {
 }
 
 fn unit_job(out: &Path, src: &str, target: &[&str], opt: &str, pass: bool) -> Job {
-    let stem = Path::new(src).file_stem().unwrap_or_default().to_string_lossy().into_owned();
-    let target_tag = target[0].rsplit('=').next().unwrap_or("").split('-').next().unwrap_or("");
-    let tag = format!("{stem}-{target_tag}{opt}{}", if pass { "" } else { "-without-pass" });
+    let stem = Path::new(src)
+        .file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let target_tag = target[0]
+        .rsplit('=')
+        .next()
+        .unwrap_or("")
+        .split('-')
+        .next()
+        .unwrap_or("");
+    let tag = format!(
+        "{stem}-{target_tag}{opt}{}",
+        if pass { "" } else { "-without-pass" }
+    );
     let output = out.join(format!("{tag}.ll"));
     let mut args: Vec<String> = vec![opt.into()];
     args.extend(target.iter().map(|s| s.to_string()));
-    args.extend(["--offload-device-only".into(), "-emit-llvm".into(), "-S".into()]);
-    args.extend([at(&format!("{DIR}/{src}")).display().to_string(), "-o".into(), output.display().to_string()]);
-    Job { tag, cxx: src.ends_with(".cpp"), args, pass, env: None, lto_dir: None, output }
+    args.extend([
+        "--offload-device-only".into(),
+        "-emit-llvm".into(),
+        "-S".into(),
+    ]);
+    args.extend([
+        at(&format!("{DIR}/{src}")).display().to_string(),
+        "-o".into(),
+        output.display().to_string(),
+    ]);
+    Job {
+        tag,
+        cxx: src.ends_with(".cpp"),
+        args,
+        pass,
+        env: None,
+        lto_dir: None,
+        output,
+    }
 }
 
 fn lto_job(out: &Path, sources: &[&str], arch: &str, pass: bool) -> Job {
-    let stem = Path::new(sources[0]).file_stem().unwrap_or_default().to_string_lossy().into_owned();
-    let tag = format!("{stem}-{arch}-lto{}", if pass { "" } else { "-without-pass" });
+    let stem = Path::new(sources[0])
+        .file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let tag = format!(
+        "{stem}-{arch}-lto{}",
+        if pass { "" } else { "-without-pass" }
+    );
     let dir = out.join(&tag);
-    let mut args: Vec<String> = vec!["-O2".into(), "-foffload-lto".into(), format!("--offload-arch={arch}"), "-save-temps".into()];
-    args.extend(sources.iter().map(|s| at(&format!("{DIR}/{s}")).display().to_string()));
+    let mut args: Vec<String> = vec![
+        "-O2".into(),
+        "-foffload-lto".into(),
+        format!("--offload-arch={arch}"),
+        "-save-temps".into(),
+    ];
+    args.extend(
+        sources
+            .iter()
+            .map(|s| at(&format!("{DIR}/{s}")).display().to_string()),
+    );
     args.extend(["-o".into(), dir.join("prog").display().to_string()]);
-    Job { tag, cxx: false, args, pass, env: None, lto_dir: Some(dir.clone()), output: dir }
+    Job {
+        tag,
+        cxx: false,
+        args,
+        pass,
+        env: None,
+        lto_dir: Some(dir.clone()),
+        output: dir,
+    }
 }
 
 const SM90: &[&str] = &["--offload-arch=sm_90"];
@@ -279,10 +378,16 @@ pub fn run() -> Result<()> {
     let mut unused = Vec::new();
     for target in [SM90, GFX90A, X86] {
         for opt in ["-O0", "-O2"] {
-            unused.push((unit_job(&out, "no_indirect.c", target, opt, true), unit_job(&out, "no_indirect.c", target, opt, false)));
+            unused.push((
+                unit_job(&out, "no_indirect.c", target, opt, true),
+                unit_job(&out, "no_indirect.c", target, opt, false),
+            ));
         }
     }
-    unused.push((lto_job(&out, &["no_indirect.c"], "sm_90", true), lto_job(&out, &["no_indirect.c"], "sm_90", false)));
+    unused.push((
+        lto_job(&out, &["no_indirect.c"], "sm_90", true),
+        lto_job(&out, &["no_indirect.c"], "sm_90", false),
+    ));
 
     let mut jobs: Vec<&Job> = translated.iter().collect();
     jobs.push(&control);
@@ -290,8 +395,10 @@ pub fn run() -> Result<()> {
         jobs.push(a);
         jobs.push(b);
     }
-    let results: Vec<std::result::Result<String, String>> = util::parallel(&jobs, super::programs::JOBS, |job| compile(job, &out));
-    let ir: HashMap<&str, &std::result::Result<String, String>> = jobs.iter().map(|j| j.tag.as_str()).zip(&results).collect();
+    let results: Vec<std::result::Result<String, String>> =
+        util::parallel(&jobs, super::programs::JOBS, |job| compile(job, &out));
+    let ir: HashMap<&str, &std::result::Result<String, String>> =
+        jobs.iter().map(|j| j.tag.as_str()).zip(&results).collect();
 
     let mut failures = Vec::new();
     for job in &translated {
@@ -336,14 +443,23 @@ pub fn run() -> Result<()> {
         match (ir[with.tag.as_str()], ir[without.tag.as_str()]) {
             (Ok(a), Ok(b)) => {
                 // The module's name is the file it was read from (the LTO links' temporaries).
-                let body = |ir: &str| ir.lines().filter(|l| !l.starts_with("; ModuleID")).collect::<Vec<_>>().join("\n");
+                let body = |ir: &str| {
+                    ir.lines()
+                        .filter(|l| !l.starts_with("; ModuleID"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                };
                 let same = body(a) == body(b);
                 let translations = check(a).translations;
                 let ok = same && translations == 0;
                 println!(
                     "indirect calls: {:28} same device IR with and without the plugin: {}",
                     with.tag,
-                    if ok { "ok".to_string() } else { format!("FAIL (identical: {same}, translations: {translations})") }
+                    if ok {
+                        "ok".to_string()
+                    } else {
+                        format!("FAIL (identical: {same}, translations: {translations})")
+                    }
                 );
                 if !ok {
                     failures.push(with.tag.clone());
@@ -353,7 +469,12 @@ pub fn run() -> Result<()> {
         }
     }
     if !failures.is_empty() {
-        crate::bail!("{} indirect-call check(s) failed: {} (IR and logs in {})", failures.len(), failures.join(", "), util::show(&out));
+        crate::bail!(
+            "{} indirect-call check(s) failed: {} (IR and logs in {})",
+            failures.len(),
+            failures.join(", "),
+            util::show(&out)
+        );
     }
     Ok(())
 }
@@ -392,19 +513,35 @@ attributes #7 = { nounwind "rustomp-runtime" }
     #[test]
     fn translated_calls_pass_and_untranslated_ones_fail() {
         let s = check(IR);
-        assert_eq!((s.translated, s.translations, s.runtime), (2, 2, 3), "{s:?}");
+        assert_eq!(
+            (s.translated, s.translations, s.runtime),
+            (2, 2, 3),
+            "{s:?}"
+        );
         assert!(s.problems.is_empty(), "{s:?}");
         let bad = IR.replace("%r = call i32 %1(i32 1)", "%r = call i32 %fp(i32 1)");
         assert_eq!(check(&bad).problems.len(), 1);
         let known = IR.replace("translate_fptr(ptr %fp)", "translate_fptr(ptr @direct)");
-        assert!(check(&known).problems.iter().any(|p| p.contains("known function")));
+        assert!(check(&known)
+            .problems
+            .iter()
+            .any(|p| p.contains("known function")));
     }
 
     #[test]
     fn callees_are_read_from_call_lines() {
-        assert_eq!(indirect_callee("  %r = tail call noundef i32 %16(i32 noundef 9) #6"), Some("%16"));
-        assert_eq!(indirect_callee("  invoke void %fp() to label %ok unwind label %bad"), Some("%fp"));
-        assert_eq!(indirect_callee("  call void (ptr, i32, ...) @__kmpc_fork_call(ptr @1, i32 2, ptr %x)"), None);
+        assert_eq!(
+            indirect_callee("  %r = tail call noundef i32 %16(i32 noundef 9) #6"),
+            Some("%16")
+        );
+        assert_eq!(
+            indirect_callee("  invoke void %fp() to label %ok unwind label %bad"),
+            Some("%fp")
+        );
+        assert_eq!(
+            indirect_callee("  call void (ptr, i32, ...) @__kmpc_fork_call(ptr @1, i32 2, ptr %x)"),
+            None
+        );
         assert_eq!(indirect_callee("  %x = load ptr, ptr %y"), None);
     }
 }

@@ -34,7 +34,6 @@ pub struct Options {
     pub corpus_only: bool,
 }
 
-
 mod corpus;
 mod device_api;
 mod device_link;
@@ -54,7 +53,10 @@ pub fn run(o: Options) -> Result<i32> {
         devicertl::run(false)?;
         host::run()?;
         let summary = corpus::run(&corpus::Suite::host())?;
-        println!("{} passed, {} failed, {} skipped", summary.passed, summary.failed, summary.skipped);
+        println!(
+            "{} passed, {} failed, {} skipped",
+            summary.passed, summary.failed, summary.skipped
+        );
         return Ok(i32::from(summary.failed > 0));
     }
     let mut failed_steps = Vec::new();
@@ -130,9 +132,15 @@ pub fn run(o: Options) -> Result<i32> {
             failed_steps.push("fuzz smoke run".to_string());
         }
         util::step("test: corrupted device images (cargo xtask corrupt, 200 variants)");
-        match crate::corrupt::run(&crate::corrupt::Options { variants: 200, seed: 0x5eed, llvm: false }) {
+        match crate::corrupt::run(&crate::corrupt::Options {
+            variants: 200,
+            seed: 0x5eed,
+            llvm: false,
+        }) {
             Ok(tally) if tally.bad() == 0 => {}
-            Ok(tally) => failed_steps.push(format!("corrupted images: {} crashed or hung", tally.bad())),
+            Ok(tally) => {
+                failed_steps.push(format!("corrupted images: {} crashed or hung", tally.bad()))
+            }
             Err(e) => {
                 println!("corrupt: {e}");
                 failed_steps.push("corrupted images".to_string());
@@ -150,7 +158,9 @@ pub fn run(o: Options) -> Result<i32> {
         util::step("test: GPU suite without a GPU (sm_90 binaries against the stand-in CUDA driver, tests/fake-cuda)");
         match gpu::without_gpu() {
             Ok(true) => {}
-            Ok(false) => failed_steps.push("GPU suite against the stand-in CUDA driver".to_string()),
+            Ok(false) => {
+                failed_steps.push("GPU suite against the stand-in CUDA driver".to_string())
+            }
             Err(e) => {
                 println!("gpu suite: {e}");
                 failed_steps.push("GPU suite against the stand-in CUDA driver".to_string());
@@ -183,22 +193,6 @@ fn report_failed_steps(steps: &[String]) {
 
 // ---------------------------------------------------------------------------------------------
 // 4. ABI probes
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 // ---------------------------------------------------------------------------------------------
 // 5. Program corpus

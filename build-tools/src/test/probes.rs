@@ -2,7 +2,7 @@
 //! (`tests/abi-probes`) needs is defined by our bitcode, and each probe links in full for sm_90
 //! and gfx90a.
 
-use super::programs::{JOBS, compile, is_cxx, link_undefined, sources, stem};
+use super::programs::{compile, is_cxx, link_undefined, sources, stem, JOBS};
 use crate::cc::Runtime;
 use crate::devicertl;
 use crate::util::{self, at, Result};

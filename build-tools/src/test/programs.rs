@@ -53,7 +53,12 @@ pub(super) fn compile(
 /// flang writes the `.mod` files of a program's modules to the working directory unless told
 /// otherwise: each compile gets its own directory beside its log (the same program is built
 /// for both runtimes at once).
-pub(super) fn compile_source(src: &Path, runtime: Runtime, args: &[String], log: &Path) -> std::result::Result<(), String> {
+pub(super) fn compile_source(
+    src: &Path,
+    runtime: Runtime,
+    args: &[String],
+    log: &Path,
+) -> std::result::Result<(), String> {
     if crate::fc::is_fortran(src) {
         let modules = log.with_extension("modules");
         util::mkdirs(&modules).map_err(|e| e.to_string())?;
@@ -65,7 +70,11 @@ pub(super) fn compile_source(src: &Path, runtime: Runtime, args: &[String], log:
     }
 }
 
-pub(super) fn run_compile(mut cmd: Cmd, fortran: bool, log: &Path) -> std::result::Result<(), String> {
+pub(super) fn run_compile(
+    mut cmd: Cmd,
+    fortran: bool,
+    log: &Path,
+) -> std::result::Result<(), String> {
     let line = cmd.display();
     match cmd.output_raw() {
         Ok(out) => {
@@ -148,7 +157,11 @@ pub(super) fn parse_header(text: &str) -> Header {
     let mut h = Header::default();
     for line in text.lines() {
         // `// ...` in C and C++, `! ...` in Fortran.
-        let Some(comment) = line.trim().strip_prefix("//").or_else(|| line.trim().strip_prefix('!')) else {
+        let Some(comment) = line
+            .trim()
+            .strip_prefix("//")
+            .or_else(|| line.trim().strip_prefix('!'))
+        else {
             continue;
         };
         let comment = comment.trim();
@@ -321,7 +334,10 @@ mod tests {
         );
         assert_eq!(h.llvm_ref_fails.as_deref(), Some("fails (why)"));
         assert_eq!(h.expect_stderr, vec!["device 99".to_string()]);
-        assert_eq!(h.expect_stderr_both, vec!["omptarget message: x".to_string()]);
+        assert_eq!(
+            h.expect_stderr_both,
+            vec!["omptarget message: x".to_string()]
+        );
         assert!(h.expect_fail);
         assert_eq!(
             h.env,
@@ -339,7 +355,12 @@ mod tests {
         assert!(h.expect_fail);
         assert_eq!(h.cflags, vec!["-fopenmp-version=52".to_string()]);
         assert_eq!(h.llvm_ref_fails.as_deref(), Some("fails (why)"));
-        assert!(sources(&crate::util::at("tests/programs")).iter().any(|p| crate::fc::is_fortran(p)), "the corpus lists .f90 programs");
+        assert!(
+            sources(&crate::util::at("tests/programs"))
+                .iter()
+                .any(|p| crate::fc::is_fortran(p)),
+            "the corpus lists .f90 programs"
+        );
     }
 
     #[test]
@@ -348,8 +369,14 @@ mod tests {
         assert!(!verdict(&Outcome::Exit(0), true).0);
         assert!(verdict(&Outcome::Exit(1), true).0);
         assert!(!verdict(&Outcome::Signal(6), true).0);
-        let fails = Header { expect_fail: true, ..Header::default() };
-        assert!(ours_verdict(&Outcome::Signal(6), &fails).0, "a fatal offload error aborts");
+        let fails = Header {
+            expect_fail: true,
+            ..Header::default()
+        };
+        assert!(
+            ours_verdict(&Outcome::Signal(6), &fails).0,
+            "a fatal offload error aborts"
+        );
         assert!(!ours_verdict(&Outcome::Signal(6), &Header::default()).0);
         assert!(!verdict(&Outcome::Timeout, true).0);
         let h = Header {

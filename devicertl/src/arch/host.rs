@@ -220,7 +220,10 @@ struct SubsetBarrier {
 impl SubsetBarrier {
     fn init(&self, count: u32) {
         let mut c = self.count.lock().unwrap_or_else(|e| e.into_inner());
-        assert!(c.is_none(), "subset barrier set up twice without being taken down");
+        assert!(
+            c.is_none(),
+            "subset barrier set up twice without being taken down"
+        );
         assert!(count > 0, "subset barrier of 0 threads");
         *c = Some(count);
     }
@@ -345,8 +348,7 @@ pub fn launch_with_dynamic_shared(
                             *c = std::vec![0; threads as usize];
                             c[thread as usize] = 1;
                         });
-                        let outcome =
-                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(&body));
+                        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&body));
                         if let Err(panic) = outcome {
                             team.aborted
                                 .store(true, std::sync::atomic::Ordering::Relaxed);
@@ -490,14 +492,12 @@ pub fn shuffle_down_u32(mask: u64, value: u32, delta: u32, width: u32) -> u32 {
     lock_step(mask);
     let segment_end = (lane & !(width - 1)) + width;
     let source_in_mask = lane + delta < 64 && mask & (1u64 << (lane + delta)) != 0;
-    let result = if lane + delta < segment_end
-        && warp_base + lane + delta < g.threads
-        && source_in_mask
-    {
-        team.lanes[(warp_base + lane + delta) as usize].load(SeqCst)
-    } else {
-        value
-    };
+    let result =
+        if lane + delta < segment_end && warp_base + lane + delta < g.threads && source_in_mask {
+            team.lanes[(warp_base + lane + delta) as usize].load(SeqCst)
+        } else {
+            value
+        };
     lock_step(mask);
     result
 }

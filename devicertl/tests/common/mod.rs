@@ -6,7 +6,9 @@ use core::ffi::c_void;
 use devicertl::arch::host::launch;
 use devicertl::kernel::{__kmpc_target_deinit, __kmpc_target_init};
 use devicertl::parallel::{__kmpc_get_shared_variables, __kmpc_parallel_60};
-use rustomp_abi::{exec_mode, ConfigurationEnvironment, KernelEnvironment, KernelLaunchEnvironment};
+use rustomp_abi::{
+    exec_mode, ConfigurationEnvironment, KernelEnvironment, KernelLaunchEnvironment,
+};
 
 /// A raw pointer that emulated device threads may share (the runtime orders the accesses).
 #[derive(Clone, Copy)]

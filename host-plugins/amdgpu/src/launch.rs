@@ -143,4 +143,3 @@ impl AmdgpuDevice {
         Ok(kernarg)
     }
 }
-

@@ -53,7 +53,10 @@ pub const REAL_RUNTIME: &[(&str, &str)] = &[
 fn every_real_runtime_behaviour_has_its_test() {
     let source = include_str!("tests.rs");
     for (behaviour, test) in REAL_RUNTIME {
-        assert!(source.contains(&format!("fn {test}()")), "{behaviour}: no test `{test}`");
+        assert!(
+            source.contains(&format!("fn {test}()")),
+            "{behaviour}: no test `{test}`"
+        );
     }
 }
 
@@ -717,7 +720,10 @@ unsafe extern "C" fn hsa_amd_memory_unlock(host: *mut c_void) -> Status {
     outcome(known, STATUS_ERROR_INVALID_ARGUMENT)
 }
 
-#[allow(clippy::too_many_arguments, reason = "hsa_amd_memory_async_copy's own signature")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "hsa_amd_memory_async_copy's own signature"
+)]
 unsafe extern "C" fn hsa_amd_memory_async_copy(
     dst: *mut c_void,
     dst_agent: Agent,
@@ -845,7 +851,10 @@ unsafe extern "C" fn hsa_signal_wait_scacquire(
     with(|f| f.load(signal.handle))
 }
 
-#[allow(clippy::too_many_arguments, reason = "hsa_queue_create's own signature")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "hsa_queue_create's own signature"
+)]
 unsafe extern "C" fn hsa_queue_create(
     agent: Agent,
     size: u32,
@@ -1638,13 +1647,21 @@ fn agents_are_discovered_and_images_matched_to_their_isa() {
     );
     // What rustomp-info lists: the generic layer's facts, then the runtime's line.
     let properties = devices[0].properties();
-    let value = |label: &str| properties.iter().find(|(l, _)| *l == label).map(|(_, v)| v.as_str());
+    let value = |label: &str| {
+        properties
+            .iter()
+            .find(|(l, _)| *l == label)
+            .map(|(_, v)| v.as_str())
+    };
     assert_eq!(value("Kind"), Some("GPU"));
     assert_eq!(value("Name"), Some("Fake MI210"));
     assert_eq!(value("Architecture"), Some("gfx90a:sramecc+:xnack-"));
     assert_eq!(value("Memory"), Some("65536 MiB"));
     assert_eq!(value("Warp size"), Some("64"));
-    assert_eq!(value("Driver"), Some("104 compute units, wavefront 64, 65536 MiB, HSA runtime 1.14"));
+    assert_eq!(
+        value("Driver"),
+        Some("104 compute units, wavefront 64, 65536 MiB, HSA runtime 1.14")
+    );
     let multi = queue_type::MULTI;
     assert_eq!(
         with(|f| f.queues_created.clone()),
@@ -2281,15 +2298,30 @@ fn kernels_and_variables_are_looked_up_by_kind() {
     let _ = with(|f| std::mem::take(&mut f.symbol_lookups));
     assert!(loaded.kernel("spmd").unwrap().is_some());
     assert!(loaded.global("counter").unwrap().is_some());
-    assert!(loaded.global("spmd").unwrap().is_none(), "a kernel is no variable");
-    assert!(loaded.kernel("counter").unwrap().is_none(), "a variable is no kernel");
+    assert!(
+        loaded.global("spmd").unwrap().is_none(),
+        "a kernel is no variable"
+    );
+    assert!(
+        loaded.kernel("counter").unwrap().is_none(),
+        "a variable is no kernel"
+    );
     assert_eq!(
         with(|f| f.symbol_lookups.clone()),
         ["spmd.kd", "counter", "spmd", "counter.kd"],
         "kernels by their descriptor's name only"
     );
     // Any other failure of the lookup is an error with the runtime's words.
-    with(|f| f.fail = Some(("hsa_executable_get_symbol_by_name", STATUS_ERROR_INVALID_EXECUTABLE)));
+    with(|f| {
+        f.fail = Some((
+            "hsa_executable_get_symbol_by_name",
+            STATUS_ERROR_INVALID_EXECUTABLE,
+        ))
+    });
     let e = loaded.global("counter").unwrap_err();
-    assert!(e.message.contains("hsa_executable_get_symbol_by_name"), "{}", e.message);
+    assert!(
+        e.message.contains("hsa_executable_get_symbol_by_name"),
+        "{}",
+        e.message
+    );
 }

@@ -280,8 +280,11 @@ impl Backend for CudaDevice {
             Err(e) if e.code == CUDA_ERROR_NOT_FOUND => Ok(None),
             // The driver's answer for the name of a function: never asked by the generic layer,
             // which looks globals and kernels up by the kind of their offload entry.
-            Err(e) if e.code == CUDA_ERROR_INVALID_VALUE => Err(failed(ErrorKind::SymbolNotFound)(e)
-                .context(format!("{name} is not a global of the module (a function?)"))),
+            Err(e) if e.code == CUDA_ERROR_INVALID_VALUE => {
+                Err(failed(ErrorKind::SymbolNotFound)(e).context(format!(
+                    "{name} is not a global of the module (a function?)"
+                )))
+            }
             Err(e) => Err(failed(ErrorKind::SymbolNotFound)(e)),
         }
     }
@@ -364,7 +367,13 @@ impl Backend for CudaDevice {
             // `parameters` holds the values the kernel takes (the caller's contract, checked
             // against the kernel's parameter layout by the generic layer).
             unsafe {
-                r::launch_kernel(self.api(), function.0, dims, stream.handle(), &mut parameters)
+                r::launch_kernel(
+                    self.api(),
+                    function.0,
+                    dims,
+                    stream.handle(),
+                    &mut parameters,
+                )
             }?;
             if let Some(serve) = while_running {
                 // Poll the port and the stream; a request is served at once, an idle wait

@@ -374,7 +374,10 @@ unsafe extern "C" fn memcpy_htod(
     if let Some(code) = failing("cuMemcpyHtoDAsync_v2") {
         return code;
     }
-    with(|f| f.copies.push(("cuMemcpyHtoDAsync_v2", src as u64, dst, bytes)));
+    with(|f| {
+        f.copies
+            .push(("cuMemcpyHtoDAsync_v2", src as u64, dst, bytes))
+    });
     // SAFETY: fake device memory is host memory; the plugin passes valid ranges.
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
     OK
@@ -388,7 +391,10 @@ unsafe extern "C" fn memcpy_dtoh(
     if let Some(code) = failing("cuMemcpyDtoHAsync_v2") {
         return code;
     }
-    with(|f| f.copies.push(("cuMemcpyDtoHAsync_v2", src, dst as u64, bytes)));
+    with(|f| {
+        f.copies
+            .push(("cuMemcpyDtoHAsync_v2", src, dst as u64, bytes))
+    });
     // SAFETY: as above.
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
     OK
@@ -515,7 +521,9 @@ fn kernel_of(function: CUfunction) -> Option<FakeKernel> {
     with(|f| f.functions.get(&(function as usize)).cloned())
 }
 unsafe extern "C" fn func_get_param_count(function: CUfunction, count: *mut usize) -> CUresult {
-    let Some(kernel) = kernel_of(function) else { return 400 };
+    let Some(kernel) = kernel_of(function) else {
+        return 400;
+    };
     // SAFETY: the plugin passes a live out-pointer.
     unsafe { *count = kernel.params };
     OK
@@ -526,7 +534,9 @@ unsafe extern "C" fn func_get_param_info(
     offset: *mut usize,
     size: *mut usize,
 ) -> CUresult {
-    let Some(kernel) = kernel_of(function) else { return 400 };
+    let Some(kernel) = kernel_of(function) else {
+        return 400;
+    };
     if index >= kernel.params {
         return INVALID_VALUE;
     }
@@ -677,42 +687,50 @@ unsafe extern "C" fn launch_kernel(
 macro_rules! fake_api {
     ($param_queries:expr) => {
         Api {
-        init,
-        driver_get_version,
-        device_get_count,
-        device_get,
-        device_get_attribute,
-        device_get_name,
-        device_total_mem,
-        get_error_name,
-        get_error_string,
-        primary_ctx_retain,
-        primary_ctx_release,
-        primary_ctx_get_state,
-        primary_ctx_set_flags,
-        ctx_set_current,
-        ctx_set_limit,
-        stream_create,
-        stream_destroy,
-        stream_synchronize,
-        stream_query,
-        mem_alloc,
-        mem_free,
-        mem_alloc_host,
-        mem_free_host,
-        mem_alloc_managed,
-        memcpy_htod_async: memcpy_htod,
-        memcpy_dtoh_async: memcpy_dtoh,
-        memcpy_dtod_async: memcpy_dtod,
-        module_load_data_ex: module_load,
-        module_unload,
-        module_get_function,
-        module_get_global,
-        func_get_attribute,
-        func_set_attribute,
-        launch_kernel,
-        func_get_param_info: if $param_queries { Some(func_get_param_info) } else { None },
-        func_get_param_count: if $param_queries { Some(func_get_param_count) } else { None },
+            init,
+            driver_get_version,
+            device_get_count,
+            device_get,
+            device_get_attribute,
+            device_get_name,
+            device_total_mem,
+            get_error_name,
+            get_error_string,
+            primary_ctx_retain,
+            primary_ctx_release,
+            primary_ctx_get_state,
+            primary_ctx_set_flags,
+            ctx_set_current,
+            ctx_set_limit,
+            stream_create,
+            stream_destroy,
+            stream_synchronize,
+            stream_query,
+            mem_alloc,
+            mem_free,
+            mem_alloc_host,
+            mem_free_host,
+            mem_alloc_managed,
+            memcpy_htod_async: memcpy_htod,
+            memcpy_dtoh_async: memcpy_dtoh,
+            memcpy_dtod_async: memcpy_dtod,
+            module_load_data_ex: module_load,
+            module_unload,
+            module_get_function,
+            module_get_global,
+            func_get_attribute,
+            func_set_attribute,
+            launch_kernel,
+            func_get_param_info: if $param_queries {
+                Some(func_get_param_info)
+            } else {
+                None
+            },
+            func_get_param_count: if $param_queries {
+                Some(func_get_param_count)
+            } else {
+                None
+            },
         }
     };
 }
@@ -1066,7 +1084,9 @@ fn memory_kinds_copies_and_driver_errors() {
         device.free(d, AllocKind::Device).unwrap();
         device.free(h, AllocKind::Host).unwrap();
         device.free(s, AllocKind::Shared).unwrap();
-        device.free(std::ptr::null_mut(), AllocKind::Device).unwrap();
+        device
+            .free(std::ptr::null_mut(), AllocKind::Device)
+            .unwrap();
     }
     // SAFETY: not an allocation, but the fake driver only looks the address up in its table.
     let stray = unsafe { device.free(0x1234 as *mut c_void, AllocKind::Host) };
@@ -1229,7 +1249,10 @@ fn kernels_call_host_functions_through_the_port() {
 fn every_real_driver_behaviour_has_its_test() {
     let source = include_str!("tests.rs");
     for (behaviour, test) in REAL_DRIVER {
-        assert!(source.contains(&format!("fn {test}()")), "{behaviour}: no test `{test}`");
+        assert!(
+            source.contains(&format!("fn {test}()")),
+            "{behaviour}: no test `{test}`"
+        );
     }
 }
 
@@ -1238,7 +1261,10 @@ fn load_with(
     api: &'static Api,
     module: ModuleSpec,
     bytes: &[u8],
-) -> (Box<dyn rustomp_plugin::Device>, Box<dyn rustomp_plugin::LoadedImage>) {
+) -> (
+    Box<dyn rustomp_plugin::Device>,
+    Box<dyn rustomp_plugin::LoadedImage>,
+) {
     with(|f| f.next_module = module);
     let plugin = CudaPlugin::new(CudaDriver::with_api(api));
     let device = plugin.open_device(0, 0, 1).unwrap();
@@ -1265,7 +1291,8 @@ fn a_kernels_name_is_not_a_global_to_the_driver() {
     // Asked for one anyway, the answer is the driver's own, not "not in the image".
     let e = loaded.global("spmd").unwrap_err();
     assert!(
-        e.message.contains("cuModuleGetGlobal_v2 failed: CUDA_ERROR_INVALID_VALUE (invalid argument)")
+        e.message
+            .contains("cuModuleGetGlobal_v2 failed: CUDA_ERROR_INVALID_VALUE (invalid argument)")
             && e.message.contains("looking up global spmd"),
         "{}",
         e.message
@@ -1276,22 +1303,41 @@ fn a_kernels_name_is_not_a_global_to_the_driver() {
 fn kernels_and_globals_are_looked_up_by_kind() {
     let _serial = install((9, 0));
     let (_device, loaded) = load_with(api(), standard_module(), &cubin(90));
-    assert!(loaded.kernel("nothing").unwrap().is_none(), "CUDA_ERROR_NOT_FOUND: no such kernel");
-    assert!(loaded.global("nothing").unwrap().is_none(), "CUDA_ERROR_NOT_FOUND: no such global");
-    assert_eq!(loaded.global("counter").unwrap().unwrap().size, 4);
-    let globals = ["counter", "__omp_rtl_device_environment", "spmd_kernel_environment"];
     assert!(
-        !with(|f| f.function_lookups.iter().any(|n| globals.contains(&n.as_str()))),
+        loaded.kernel("nothing").unwrap().is_none(),
+        "CUDA_ERROR_NOT_FOUND: no such kernel"
+    );
+    assert!(
+        loaded.global("nothing").unwrap().is_none(),
+        "CUDA_ERROR_NOT_FOUND: no such global"
+    );
+    assert_eq!(loaded.global("counter").unwrap().unwrap().size, 4);
+    let globals = [
+        "counter",
+        "__omp_rtl_device_environment",
+        "spmd_kernel_environment",
+    ];
+    assert!(
+        !with(|f| f
+            .function_lookups
+            .iter()
+            .any(|n| globals.contains(&n.as_str()))),
         "globals are never asked of cuModuleGetFunction"
     );
     // Any other failure of a lookup is an error with the driver's words, never "missing".
     with(|f| f.fail = Some(("cuModuleGetGlobal_v2", 201)));
     let e = loaded.global("counter").unwrap_err();
-    assert!(e.message.contains("cuModuleGetGlobal_v2 failed: CUDA_ERROR_INVALID_CONTEXT"), "{}", e.message);
+    assert!(
+        e.message
+            .contains("cuModuleGetGlobal_v2 failed: CUDA_ERROR_INVALID_CONTEXT"),
+        "{}",
+        e.message
+    );
     with(|f| f.fail = Some(("cuModuleGetFunction", 201)));
     let e = loaded.kernel("spmd").unwrap_err();
     assert!(
-        e.message.contains("looking up kernel spmd") && e.message.contains("cuModuleGetFunction failed"),
+        e.message.contains("looking up kernel spmd")
+            && e.message.contains("cuModuleGetFunction failed"),
         "{}",
         e.message
     );
@@ -1301,7 +1347,10 @@ fn kernels_and_globals_are_looked_up_by_kind() {
 fn a_launch_that_disagrees_with_the_kernels_parameters_is_refused() {
     let _serial = install((9, 0));
     let mut module = standard_module();
-    module.kernels.push(FakeKernel { name: "wide".into(), params: 8 });
+    module.kernels.push(FakeKernel {
+        name: "wide".into(),
+        params: 8,
+    });
     let (_device, loaded) = load_with(api(), module, &cubin(90));
     let wide = loaded.kernel("wide").unwrap().unwrap();
     // Program 115's shape: the kernel declares 8 parameters, the host passes 6 values.
@@ -1314,7 +1363,10 @@ fn a_launch_that_disagrees_with_the_kernels_parameters_is_refused() {
         "{}",
         e.message
     );
-    assert!(with(|f| f.launches.is_empty()), "never handed to the driver");
+    assert!(
+        with(|f| f.launches.is_empty()),
+        "never handed to the driver"
+    );
     // Too many is refused too (the kernel would ignore some of what the region captured).
     let long = [std::ptr::null_mut(); 8];
     // SAFETY: as above.
@@ -1325,7 +1377,10 @@ fn a_launch_that_disagrees_with_the_kernels_parameters_is_refused() {
     unsafe { loaded.launch(wide, &right, &Default::default()) }.unwrap();
     let launches = with(|f| f.launches.clone());
     assert_eq!(launches.len(), 1);
-    assert!(launches[0].as_buffer, "parameters in one CU_LAUNCH_PARAM_BUFFER_POINTER buffer");
+    assert!(
+        launches[0].as_buffer,
+        "parameters in one CU_LAUNCH_PARAM_BUFFER_POINTER buffer"
+    );
     assert_eq!(&launches[0].params[1..], &[1, 2, 3, 4, 5, 6, 7]);
 }
 
@@ -1334,12 +1389,21 @@ fn parameters_come_from_the_driver_or_the_image() {
     // A driver before CUDA 12.4 cannot say: the cubin's `.nv.info` records do. The image is a
     // real one (plugin/tests/fixtures): main_l7 takes 4 parameters, main_l9 takes 2.
     let _serial = install((9, 0));
-    let (l7, l9) = ("__omp_offloading_fe00_51c003_main_l7", "__omp_offloading_fe00_51c003_main_l9");
+    let (l7, l9) = (
+        "__omp_offloading_fe00_51c003_main_l7",
+        "__omp_offloading_fe00_51c003_main_l9",
+    );
     let module = ModuleSpec {
         globals: vec![("__omp_rtl_device_environment".into(), vec![0; 48])],
         kernels: vec![
-            FakeKernel { name: l7.into(), params: 4 },
-            FakeKernel { name: l9.into(), params: 2 },
+            FakeKernel {
+                name: l7.into(),
+                params: 4,
+            },
+            FakeKernel {
+                name: l9.into(),
+                params: 2,
+            },
         ],
     };
     let real = include_bytes!("../../plugin/tests/fixtures/kernels.sm_90.cubin");
@@ -1348,7 +1412,12 @@ fn parameters_come_from_the_driver_or_the_image() {
     let two = [std::ptr::null_mut(); 2];
     // SAFETY: refused before the driver sees it.
     let e = unsafe { loaded.launch(kernel, &two, &Default::default()) }.unwrap_err();
-    assert!(e.message.contains(&format!("kernel {l7} declares 4 parameter(s) (32 bytes)")), "{}", e.message);
+    assert!(
+        e.message
+            .contains(&format!("kernel {l7} declares 4 parameter(s) (32 bytes)")),
+        "{}",
+        e.message
+    );
     let three = [std::ptr::null_mut(); 3];
     // SAFETY: the fake kernel takes the launch environment and three values.
     unsafe { loaded.launch(kernel, &three, &Default::default()) }.unwrap();
@@ -1360,7 +1429,12 @@ fn parameters_come_from_the_driver_or_the_image() {
     let kernel = loaded.kernel(l9).unwrap().unwrap();
     // SAFETY: refused before the driver sees it.
     let e = unsafe { loaded.launch(kernel, &three, &Default::default()) }.unwrap_err();
-    assert!(e.message.contains(&format!("kernel {l9} declares 2 parameter(s) (16 bytes)")), "{}", e.message);
+    assert!(
+        e.message
+            .contains(&format!("kernel {l9} declares 2 parameter(s) (16 bytes)")),
+        "{}",
+        e.message
+    );
     drop(loaded);
 
     // Neither says (an old driver, a bare image): launched as given; the driver checks the
@@ -1369,19 +1443,35 @@ fn parameters_come_from_the_driver_or_the_image() {
     let kernel = loaded.kernel(l9).unwrap().unwrap();
     // SAFETY: refused by the fake driver (the buffer is not the kernel's size).
     let e = unsafe { loaded.launch(kernel, &three, &Default::default()) }.unwrap_err();
-    assert!(e.message.contains("cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE"), "{}", e.message);
+    assert!(
+        e.message
+            .contains("cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE"),
+        "{}",
+        e.message
+    );
 }
 
 #[test]
 fn unified_shared_memory_needs_a_gpu_that_reads_pageable_memory() {
     let _serial = install((9, 0));
     let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
-    let why = plugin.open_device(0, 0, 1).unwrap().unified_memory().unwrap_err();
-    assert!(why.contains("CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS is 0"), "{why}");
+    let why = plugin
+        .open_device(0, 0, 1)
+        .unwrap()
+        .unified_memory()
+        .unwrap_err();
+    assert!(
+        why.contains("CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS is 0"),
+        "{why}"
+    );
     drop(plugin);
     with(|f| f.pageable_memory_access = true);
     let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
-    assert!(plugin.open_device(0, 0, 1).unwrap().unified_memory().is_ok());
+    assert!(plugin
+        .open_device(0, 0, 1)
+        .unwrap()
+        .unified_memory()
+        .is_ok());
 }
 
 #[test]
@@ -1396,31 +1486,67 @@ fn large_pageable_copies_go_through_pinned_buffers() {
     let d = device.alloc(bytes, AllocKind::Device).unwrap();
     // SAFETY: host buffers and a device allocation of `bytes`.
     unsafe {
-        device.copy_to_device(d, input.as_ptr() as *const c_void, bytes).unwrap();
-        device.copy_from_device(output.as_mut_ptr() as *mut c_void, d, bytes).unwrap();
+        device
+            .copy_to_device(d, input.as_ptr() as *const c_void, bytes)
+            .unwrap();
+        device
+            .copy_from_device(output.as_mut_ptr() as *mut c_void, d, bytes)
+            .unwrap();
     }
     assert!(input == output, "the data survives the round trip");
     let (copies, pinned) = with(|f| (std::mem::take(&mut f.copies), f.host_allocs.clone()));
-    let in_pinned = |address: u64| pinned.iter().any(|(&a, &n)| address >= a && address < a + n as u64);
+    let in_pinned = |address: u64| {
+        pinned
+            .iter()
+            .any(|(&a, &n)| address >= a && address < a + n as u64)
+    };
     for (call, src, dst, n) in &copies {
-        let host = if *call == "cuMemcpyHtoDAsync_v2" { *src } else { *dst };
-        assert!(in_pinned(host), "{call} of {n} bytes from/to pageable memory");
+        let host = if *call == "cuMemcpyHtoDAsync_v2" {
+            *src
+        } else {
+            *dst
+        };
+        assert!(
+            in_pinned(host),
+            "{call} of {n} bytes from/to pageable memory"
+        );
         assert!(*n <= 8 << 20, "chunks of at most a buffer");
     }
-    let total = |call: &str| copies.iter().filter(|c| c.0 == call).map(|c| c.3).sum::<usize>();
-    assert_eq!((total("cuMemcpyHtoDAsync_v2"), total("cuMemcpyDtoHAsync_v2")), (bytes, bytes));
-    assert!(copies.len() >= 6, "pipelined in chunks: {} copies", copies.len());
+    let total = |call: &str| {
+        copies
+            .iter()
+            .filter(|c| c.0 == call)
+            .map(|c| c.3)
+            .sum::<usize>()
+    };
+    assert_eq!(
+        (total("cuMemcpyHtoDAsync_v2"), total("cuMemcpyDtoHAsync_v2")),
+        (bytes, bytes)
+    );
+    assert!(
+        copies.len() >= 6,
+        "pipelined in chunks: {} copies",
+        copies.len()
+    );
 
     // Small copies, and copies of memory the device allocated pinned, go straight.
     let small = vec![1u8; (1 << 20) - 1];
     let pinned_host = device.alloc(4 << 20, AllocKind::Host).unwrap();
     // SAFETY: as above; the pinned allocation holds 4 MiB.
     unsafe {
-        device.copy_to_device(d, small.as_ptr() as *const c_void, small.len()).unwrap();
+        device
+            .copy_to_device(d, small.as_ptr() as *const c_void, small.len())
+            .unwrap();
         device.copy_to_device(d, pinned_host, 4 << 20).unwrap();
     }
     let copies = with(|f| std::mem::take(&mut f.copies));
-    assert_eq!(copies.iter().map(|c| (c.1, c.3)).collect::<Vec<_>>(), [(small.as_ptr() as u64, small.len()), (pinned_host as u64, 4 << 20)]);
+    assert_eq!(
+        copies.iter().map(|c| (c.1, c.3)).collect::<Vec<_>>(),
+        [
+            (small.as_ptr() as u64, small.len()),
+            (pinned_host as u64, 4 << 20)
+        ]
+    );
 
     // A failure midway is reported, does not hang, and leaves the ring usable.
     with(|f| {
@@ -1428,19 +1554,31 @@ fn large_pageable_copies_go_through_pinned_buffers() {
         f.fail_skip = 2;
     });
     // SAFETY: as above.
-    let e = unsafe { device.copy_to_device(d, input.as_ptr() as *const c_void, bytes) }.unwrap_err();
-    assert!(e.message.contains("CUDA_ERROR_ILLEGAL_ADDRESS") && e.message.contains(&format!("copy of {bytes} bytes")), "{}", e.message);
+    let e =
+        unsafe { device.copy_to_device(d, input.as_ptr() as *const c_void, bytes) }.unwrap_err();
+    assert!(
+        e.message.contains("CUDA_ERROR_ILLEGAL_ADDRESS")
+            && e.message.contains(&format!("copy of {bytes} bytes")),
+        "{}",
+        e.message
+    );
     with(|f| {
         f.fail = Some(("cuMemcpyDtoHAsync_v2", ILLEGAL_ADDRESS));
         f.fail_skip = 1;
     });
-    // SAFETY: as above.
-    assert!(unsafe { device.copy_from_device(output.as_mut_ptr() as *mut c_void, d, bytes) }.is_err());
+    assert!(
+        // SAFETY: as above.
+        unsafe { device.copy_from_device(output.as_mut_ptr() as *mut c_void, d, bytes) }.is_err()
+    );
     output.fill(0);
     // SAFETY: as above.
     unsafe {
-        device.copy_to_device(d, input.as_ptr() as *const c_void, bytes).unwrap();
-        device.copy_from_device(output.as_mut_ptr() as *mut c_void, d, bytes).unwrap();
+        device
+            .copy_to_device(d, input.as_ptr() as *const c_void, bytes)
+            .unwrap();
+        device
+            .copy_from_device(output.as_mut_ptr() as *mut c_void, d, bytes)
+            .unwrap();
         device.free(d, AllocKind::Device).unwrap();
         device.free(pinned_host, AllocKind::Host).unwrap();
     }

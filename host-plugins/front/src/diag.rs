@@ -5,7 +5,9 @@ use rustomp_abi::Ident;
 use std::ffi::{c_char, CStr};
 
 // The flags and their parser are shared with the plugins (one `LIBOMPTARGET_INFO` for all).
-pub use rustomp_plugin::diag::{debug_enabled, info_enabled, infotype, init_from_env, set_info_flags};
+pub use rustomp_plugin::diag::{
+    debug_enabled, info_enabled, infotype, init_from_env, set_info_flags,
+};
 
 macro_rules! info {
     ($bit:expr, $device:expr, $($arg:tt)*) => {
@@ -34,8 +36,12 @@ pub fn location(ident: *const Ident) -> Location {
 
 /// A C string clang emitted (`ident_t::psource`, a map name), `None` when null.
 fn c_text(text: *const c_char) -> Option<String> {
-    // SAFETY: clang's strings are null or NUL-terminated static data.
-    (!text.is_null()).then(|| unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned())
+    (!text.is_null()).then(|| {
+        // SAFETY: clang's strings are null or NUL-terminated static data.
+        unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned()
+    })
 }
 
 /// LLVM's `SourceInfo`: what a `;name-or-file;...;line;column;;` string says.
@@ -65,8 +71,12 @@ impl SourceInfo {
     /// A construct's location: `;file;function;line;column;;`.
     pub fn of_ident(ident: *const Ident) -> Self {
         // SAFETY: clang passes null or a valid ident_t.
-        let text = (!ident.is_null()).then(|| unsafe { (*ident).psource }).and_then(c_text);
-        let Some(text) = text else { return Self::unknown() };
+        let text = (!ident.is_null())
+            .then(|| unsafe { (*ident).psource })
+            .and_then(c_text);
+        let Some(text) = text else {
+            return Self::unknown();
+        };
         let f: Vec<&str> = text.split(';').skip(1).collect();
         match f.as_slice() {
             [file, function, line, column, ..] => Self::from_fields(function, file, line, column),
@@ -77,7 +87,9 @@ impl SourceInfo {
     /// A map item's or a table entry's name: `;expression;file;line;column;;`, or a plain
     /// symbol name (declare-target globals).
     pub fn of_name(name: *const c_char) -> Self {
-        let Some(text) = c_text(name) else { return Self::unknown() };
+        let Some(text) = c_text(name) else {
+            return Self::unknown();
+        };
         if !text.contains(';') {
             return Self::from_fields(&text, "unknown", "0", "0");
         }
@@ -121,7 +133,11 @@ impl std::fmt::Display for Location {
         if source.file == "unknown" {
             return f.write_str("unknown location");
         }
-        write!(f, "{}:{}:{} in {}", source.file, source.line, source.column, source.name)
+        write!(
+            f,
+            "{}:{}:{} in {}",
+            source.file, source.line, source.column, source.name
+        )
     }
 }
 
@@ -171,15 +187,38 @@ mod tests {
         let name = c";a[2:4];/home/u/b.c;4;26;;";
         assert_eq!(map_name(name.as_ptr()), "a[2:4]");
         let info = SourceInfo::of_name(name.as_ptr());
-        assert_eq!((info.name.as_str(), info.file.as_str(), info.line, info.column), ("a[2:4]", "b.c", 4, 26));
+        assert_eq!(
+            (
+                info.name.as_str(),
+                info.file.as_str(),
+                info.line,
+                info.column
+            ),
+            ("a[2:4]", "b.c", 4, 26)
+        );
         assert_eq!(map_name(std::ptr::null()), "unknown");
-        assert_eq!(map_name(c"g_decl_tgt_ref_ptr".as_ptr()), "g_decl_tgt_ref_ptr");
+        assert_eq!(
+            map_name(c"g_decl_tgt_ref_ptr".as_ptr()),
+            "g_decl_tgt_ref_ptr"
+        );
         let global = SourceInfo::of_name(c"counter".as_ptr());
-        assert_eq!((global.name.as_str(), global.file.as_str(), global.line), ("counter", "unknown", 0));
+        assert_eq!(
+            (global.name.as_str(), global.file.as_str(), global.line),
+            ("counter", "unknown", 0)
+        );
         assert!(!global.is_available());
-        let ident = Ident { reserved_1: 0, flags: 0, reserved_2: 0, reserved_3: 0, psource: c";/tmp/p1.c;main;10;1;;".as_ptr() };
+        let ident = Ident {
+            reserved_1: 0,
+            flags: 0,
+            reserved_2: 0,
+            reserved_3: 0,
+            psource: c";/tmp/p1.c;main;10;1;;".as_ptr(),
+        };
         let at = SourceInfo::of_ident(&ident);
-        assert_eq!((at.file.as_str(), at.name.as_str(), at.line, at.column), ("p1.c", "main", 10, 1));
+        assert_eq!(
+            (at.file.as_str(), at.name.as_str(), at.line, at.column),
+            ("p1.c", "main", 10, 1)
+        );
         assert_eq!(location(&ident).to_string(), "p1.c:10:1 in main");
         assert_eq!(location(std::ptr::null()).to_string(), "unknown location");
         assert_eq!(Ptr(0x7ffd2e09ec90).to_string(), "0x00007ffd2e09ec90");

@@ -50,8 +50,8 @@ use core::ffi::{c_char, c_void};
 use core::ptr::NonNull;
 use rustomp_abi::{DeviceImage, OffloadEntry};
 use rustomp_plugin::{
-    AllocKind, Device, DeviceGlobal, ErrorKind, ImageInfo, KernelHandle, LaunchConfig, LoadedImage, OffloadError,
-    Plugin, Result,
+    AllocKind, Device, DeviceGlobal, ErrorKind, ImageInfo, KernelHandle, LaunchConfig, LoadedImage,
+    OffloadError, Plugin, Result,
 };
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString};
@@ -115,19 +115,39 @@ pub fn discover() -> Vec<Box<dyn Plugin>> {
     for dir in search_dirs() {
         for (name, path) in candidates(&dir) {
             if BUILT_IN.contains(&name.as_str()) {
-                info!(diag::infotype::PLUGIN, "-", "{}: not loaded, the built-in {name} plugin serves it", path.display());
+                info!(
+                    diag::infotype::PLUGIN,
+                    "-",
+                    "{}: not loaded, the built-in {name} plugin serves it",
+                    path.display()
+                );
                 continue;
             }
             if !seen_names.insert(name.clone()) {
-                debug!("{}: an RTL named {name} was already found earlier in the search", path.display());
+                debug!(
+                    "{}: an RTL named {name} was already found earlier in the search",
+                    path.display()
+                );
                 continue;
             }
             match open(&path) {
                 Ok(rtl) => {
-                    info!(diag::infotype::PLUGIN, "-", "found target RTL {name} ({})", rtl.file);
-                    plugins.push(Box::new(ExternalPlugin { name, rtl: Arc::new(rtl), devices: OnceLock::new() }));
+                    info!(
+                        diag::infotype::PLUGIN,
+                        "-", "found target RTL {name} ({})", rtl.file
+                    );
+                    plugins.push(Box::new(ExternalPlugin {
+                        name,
+                        rtl: Arc::new(rtl),
+                        devices: OnceLock::new(),
+                    }));
                 }
-                Err(why) => info!(diag::infotype::PLUGIN, "-", "target RTL {} skipped: {why}", path.display()),
+                Err(why) => info!(
+                    diag::infotype::PLUGIN,
+                    "-",
+                    "target RTL {} skipped: {why}",
+                    path.display()
+                ),
             }
         }
     }
@@ -159,7 +179,9 @@ fn own_directory() -> Option<PathBuf> {
         return None;
     }
     // SAFETY: dladdr set a NUL-terminated path owned by the loader.
-    let file = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+    let file = unsafe { CStr::from_ptr(info.dli_fname) }
+        .to_string_lossy()
+        .into_owned();
     let file = std::fs::canonicalize(&file).unwrap_or_else(|_| PathBuf::from(file));
     file.parent().map(Path::to_path_buf)
 }
@@ -187,16 +209,19 @@ fn rtl_name(file_name: &str) -> Option<&str> {
     (!name.is_empty()).then_some(name)
 }
 
-
 /// Opens one RTL and resolves its interface; closes it again when a symbol is missing.
 fn open(path: &Path) -> std::result::Result<Rtl, String> {
     let file = path.display().to_string();
-    let c_path = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| "a NUL in its path".to_string())?;
+    let c_path = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| "a NUL in its path".to_string())?;
     // SAFETY: a valid path; the loader runs the library's initializers, which is what loading
     // an RTL means.
     let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     if handle.is_null() {
-        return Err(format!("cannot be loaded: {}", rustomp_plugin::last_dl_error()));
+        return Err(format!(
+            "cannot be loaded: {}",
+            rustomp_plugin::last_dl_error()
+        ));
     }
     let mut addresses = [std::ptr::null_mut::<c_void>(); REQUIRED.len()];
     for (slot, name) in addresses.iter_mut().zip(REQUIRED) {
@@ -258,13 +283,25 @@ impl Rtl {
     }
     /// # Safety
     /// `host` is readable for `size` bytes; `target` is this device's memory holding them.
-    unsafe fn data_submit(&self, device: i32, target: *mut c_void, host: *const c_void, size: i64) -> i32 {
+    unsafe fn data_submit(
+        &self,
+        device: i32,
+        target: *mut c_void,
+        host: *const c_void,
+        size: i64,
+    ) -> i32 {
         // SAFETY: guaranteed by the caller; the RTL only reads `host`.
         unsafe { (self.data_submit)(device, target, host as *mut c_void, size) }
     }
     /// # Safety
     /// `host` is writable for `size` bytes; `target` is this device's memory holding them.
-    unsafe fn data_retrieve(&self, device: i32, host: *mut c_void, target: *const c_void, size: i64) -> i32 {
+    unsafe fn data_retrieve(
+        &self,
+        device: i32,
+        host: *mut c_void,
+        target: *const c_void,
+        size: i64,
+    ) -> i32 {
         // SAFETY: guaranteed by the caller; the RTL only reads `target`.
         unsafe { (self.data_retrieve)(device, host, target as *mut c_void, size) }
     }
@@ -276,15 +313,43 @@ impl Rtl {
     }
     /// # Safety
     /// `entry` is from this device's table; `args` are the values the entry expects.
-    unsafe fn run_target_team_region(&self, device: i32, entry: *mut c_void, args: &[*mut c_void], teams: i32, threads: i32) -> i32 {
+    unsafe fn run_target_team_region(
+        &self,
+        device: i32,
+        entry: *mut c_void,
+        args: &[*mut c_void],
+        teams: i32,
+        threads: i32,
+    ) -> i32 {
         let count = i32::try_from(args.len()).unwrap_or(i32::MAX);
         // SAFETY: guaranteed by the caller; the RTL reads `count` values at `args` and writes none.
-        unsafe { (self.run_target_team_region)(device, entry, args.as_ptr() as *mut *mut c_void, count, teams, threads) }
+        unsafe {
+            (self.run_target_team_region)(
+                device,
+                entry,
+                args.as_ptr() as *mut *mut c_void,
+                count,
+                teams,
+                threads,
+            )
+        }
     }
 
     /// The error for a failed call on one device.
-    fn failed(&self, kind: ErrorKind, call: &str, device: &DeviceName, what: String) -> OffloadError {
-        OffloadError::new(kind, format!("device {} ({}, RTL device {}): {call} {what}", device.global, self.file, device.index))
+    fn failed(
+        &self,
+        kind: ErrorKind,
+        call: &str,
+        device: &DeviceName,
+        what: String,
+    ) -> OffloadError {
+        OffloadError::new(
+            kind,
+            format!(
+                "device {} ({}, RTL device {}): {call} {what}",
+                device.global, self.file, device.index
+            ),
+        )
     }
 }
 
@@ -311,10 +376,15 @@ impl Plugin for ExternalPlugin {
         &self.name
     }
     fn number_of_devices(&self) -> usize {
-        *self.devices.get_or_init(|| usize::try_from(self.rtl.number_of_devices()).unwrap_or(0))
+        *self
+            .devices
+            .get_or_init(|| usize::try_from(self.rtl.number_of_devices()).unwrap_or(0))
     }
     fn unavailable_reason(&self) -> Option<String> {
-        Some(format!("{}: __tgt_rtl_number_of_devices reported none", self.rtl.file))
+        Some(format!(
+            "{}: __tgt_rtl_number_of_devices reported none",
+            self.rtl.file
+        ))
     }
     fn is_compatible(&self, image: &ImageInfo<'_>) -> bool {
         let mut described = device_image(image.bytes);
@@ -322,12 +392,23 @@ impl Plugin for ExternalPlugin {
         unsafe { self.rtl.is_valid_binary(&mut described) != 0 }
     }
     fn open_device(&self, index: usize, global: usize, _total: usize) -> Result<Box<dyn Device>> {
-        let name = DeviceName { index: i32::try_from(index).unwrap_or(i32::MAX), global };
+        let name = DeviceName {
+            index: i32::try_from(index).unwrap_or(i32::MAX),
+            global,
+        };
         let rc = self.rtl.init_device(name.index);
         if rc != 0 {
-            return Err(self.rtl.failed(ErrorKind::DeviceUnavailable, "__tgt_rtl_init_device", &name, format!("returned {rc}")));
+            return Err(self.rtl.failed(
+                ErrorKind::DeviceUnavailable,
+                "__tgt_rtl_init_device",
+                &name,
+                format!("returned {rc}"),
+            ));
         }
-        Ok(Box::new(ExternalDevice { rtl: self.rtl.clone(), name }))
+        Ok(Box::new(ExternalDevice {
+            rtl: self.rtl.clone(),
+            name,
+        }))
     }
 }
 
@@ -358,7 +439,12 @@ impl Device for ExternalDevice {
         }
         let ptr = self.rtl.data_alloc(self.name.index, size_arg(bytes));
         if ptr.is_null() {
-            return Err(self.rtl.failed(ErrorKind::OutOfMemory, "__tgt_rtl_data_alloc", &self.name, format!("returned NULL for {bytes} bytes")));
+            return Err(self.rtl.failed(
+                ErrorKind::OutOfMemory,
+                "__tgt_rtl_data_alloc",
+                &self.name,
+                format!("returned NULL for {bytes} bytes"),
+            ));
         }
         Ok(ptr)
     }
@@ -369,29 +455,65 @@ impl Device for ExternalDevice {
         // SAFETY: the caller frees only pointers this device allocated, once.
         let rc = unsafe { self.rtl.data_delete(self.name.index, ptr) };
         if rc != 0 {
-            return Err(self.rtl.failed(ErrorKind::InvalidArgument, "__tgt_rtl_data_delete", &self.name, format!("of {ptr:p} returned {rc}")));
+            return Err(self.rtl.failed(
+                ErrorKind::InvalidArgument,
+                "__tgt_rtl_data_delete",
+                &self.name,
+                format!("of {ptr:p} returned {rc}"),
+            ));
         }
         Ok(())
     }
-    unsafe fn copy_to_device(&self, device: *mut c_void, host: *const c_void, bytes: usize) -> Result<()> {
+    unsafe fn copy_to_device(
+        &self,
+        device: *mut c_void,
+        host: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
         // SAFETY: the caller guarantees both ranges.
-        let rc = unsafe { self.rtl.data_submit(self.name.index, device, host, size_arg(bytes)) };
+        let rc = unsafe {
+            self.rtl
+                .data_submit(self.name.index, device, host, size_arg(bytes))
+        };
         if rc != 0 {
             let what = format!("of {bytes} bytes from {host:p} to {device:p} returned {rc}");
-            return Err(self.rtl.failed(ErrorKind::TransferFailed, "__tgt_rtl_data_submit", &self.name, what));
+            return Err(self.rtl.failed(
+                ErrorKind::TransferFailed,
+                "__tgt_rtl_data_submit",
+                &self.name,
+                what,
+            ));
         }
         Ok(())
     }
-    unsafe fn copy_from_device(&self, host: *mut c_void, device: *const c_void, bytes: usize) -> Result<()> {
+    unsafe fn copy_from_device(
+        &self,
+        host: *mut c_void,
+        device: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
         // SAFETY: the caller guarantees both ranges.
-        let rc = unsafe { self.rtl.data_retrieve(self.name.index, host, device, size_arg(bytes)) };
+        let rc = unsafe {
+            self.rtl
+                .data_retrieve(self.name.index, host, device, size_arg(bytes))
+        };
         if rc != 0 {
             let what = format!("of {bytes} bytes from {device:p} to {host:p} returned {rc}");
-            return Err(self.rtl.failed(ErrorKind::TransferFailed, "__tgt_rtl_data_retrieve", &self.name, what));
+            return Err(self.rtl.failed(
+                ErrorKind::TransferFailed,
+                "__tgt_rtl_data_retrieve",
+                &self.name,
+                what,
+            ));
         }
         Ok(())
     }
-    unsafe fn copy_within_device(&self, dst: *mut c_void, src: *const c_void, bytes: usize) -> Result<()> {
+    unsafe fn copy_within_device(
+        &self,
+        dst: *mut c_void,
+        src: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
         // The interface has no device-to-device copy: through a host buffer.
         let mut bounce = vec![0u8; bytes];
         // SAFETY: the buffer holds `bytes`; the caller guarantees `src`.
@@ -406,22 +528,42 @@ impl Device for ExternalDevice {
         // registered, which outlives its loaded images; the descriptor is boxed above.
         let table = unsafe { self.rtl.load_binary(self.name.index, &mut *described) };
         if table.is_null() {
-            let what = format!("returned NULL for the {} image ({} bytes)", image.triple, image.bytes.len());
-            return Err(self.rtl.failed(ErrorKind::InvalidImage, "__tgt_rtl_load_binary", &self.name, what));
+            let what = format!(
+                "returned NULL for the {} image ({} bytes)",
+                image.triple,
+                image.bytes.len()
+            );
+            return Err(self.rtl.failed(
+                ErrorKind::InvalidImage,
+                "__tgt_rtl_load_binary",
+                &self.name,
+                what,
+            ));
         }
         // SAFETY: a non-null table from load_binary: its bounds enclose entries that the RTL
         // keeps while the image is loaded; each name is NUL-terminated or null.
         let symbols = unsafe { read_table(&*table) };
-        debug!("device {}: {} loaded an image with {} entries", self.name.global, self.rtl.file, symbols.len());
+        debug!(
+            "device {}: {} loaded an image with {} entries",
+            self.name.global,
+            self.rtl.file,
+            symbols.len()
+        );
         Ok(Box::new(ExternalImage {
             rtl: self.rtl.clone(),
-            name: DeviceName { index: self.name.index, global: self.name.global },
+            name: DeviceName {
+                index: self.name.index,
+                global: self.name.global,
+            },
             symbols,
             _descriptor: described,
         }))
     }
     fn describe(&self) -> String {
-        format!("device {}: external RTL {} device {}", self.name.global, self.rtl.file, self.name.index)
+        format!(
+            "device {}: external RTL {} device {}",
+            self.name.global, self.rtl.file, self.name.index
+        )
     }
 }
 
@@ -443,7 +585,9 @@ unsafe fn read_table(table: &TargetTable) -> HashMap<String, (usize, usize)> {
             continue;
         }
         // SAFETY: guaranteed by the caller.
-        let name = unsafe { CStr::from_ptr(entry.symbol_name as *const c_char) }.to_string_lossy().into_owned();
+        let name = unsafe { CStr::from_ptr(entry.symbol_name as *const c_char) }
+            .to_string_lossy()
+            .into_owned();
         symbols.insert(name, (entry.address as usize, entry.size as usize));
     }
     symbols
@@ -466,7 +610,11 @@ unsafe impl Sync for ExternalImage {}
 impl LoadedImage for ExternalImage {
     fn find_kernel(&self, name: &str) -> Result<Option<NonNull<c_void>>> {
         // The RTL's loaded table: kernels are its entries of size 0.
-        Ok(self.symbols.get(name).filter(|&&(_, size)| size == 0).and_then(|&(address, _)| NonNull::new(address as *mut c_void)))
+        Ok(self
+            .symbols
+            .get(name)
+            .filter(|&&(_, size)| size == 0)
+            .and_then(|&(address, _)| NonNull::new(address as *mut c_void)))
     }
 
     fn global(&self, name: &str) -> Result<Option<DeviceGlobal>> {
@@ -474,17 +622,37 @@ impl LoadedImage for ExternalImage {
             .symbols
             .get(name)
             .filter(|&&(address, size)| size > 0 && address != 0)
-            .map(|&(address, size)| DeviceGlobal { address: address as *mut c_void, size }))
+            .map(|&(address, size)| DeviceGlobal {
+                address: address as *mut c_void,
+                size,
+            }))
     }
 
-    unsafe fn launch(&self, kernel: KernelHandle, args: &[*mut c_void], config: &LaunchConfig) -> Result<()> {
+    unsafe fn launch(
+        &self,
+        kernel: KernelHandle,
+        args: &[*mut c_void],
+        config: &LaunchConfig,
+    ) -> Result<()> {
         let teams = i32::try_from(config.num_teams).unwrap_or(i32::MAX);
         let threads = i32::try_from(config.thread_limit).unwrap_or(i32::MAX);
         // SAFETY: the caller guarantees the kernel (from this image's table) takes these values.
-        let rc = unsafe { self.rtl.run_target_team_region(self.name.index, kernel.raw(), args, teams, threads) };
+        let rc = unsafe {
+            self.rtl
+                .run_target_team_region(self.name.index, kernel.raw(), args, teams, threads)
+        };
         if rc != 0 {
-            let what = format!("of the entry at {:p} ({} arguments) returned {rc}", kernel.raw(), args.len());
-            return Err(self.rtl.failed(ErrorKind::LaunchFailed, "__tgt_rtl_run_target_team_region", &self.name, what));
+            let what = format!(
+                "of the entry at {:p} ({} arguments) returned {rc}",
+                kernel.raw(),
+                args.len()
+            );
+            return Err(self.rtl.failed(
+                ErrorKind::LaunchFailed,
+                "__tgt_rtl_run_target_team_region",
+                &self.name,
+                what,
+            ));
         }
         Ok(())
     }
@@ -493,8 +661,16 @@ impl LoadedImage for ExternalImage {
         if table.is_empty() {
             return Ok(());
         }
-        let what = format!("cannot receive {} indirect-call entries (the RTL interface has no such call)", table.len());
-        Err(self.rtl.failed(ErrorKind::Unsupported, "declare target indirect:", &self.name, what))
+        let what = format!(
+            "cannot receive {} indirect-call entries (the RTL interface has no such call)",
+            table.len()
+        );
+        Err(self.rtl.failed(
+            ErrorKind::Unsupported,
+            "declare target indirect:",
+            &self.name,
+            what,
+        ))
     }
 }
 
@@ -521,7 +697,9 @@ mod tests {
         let names: Vec<String> = candidates(&dir).into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["a", "b"]);
         // Not an ELF object: refused by the loader, reported, not a panic.
-        let refused = open(&dir.join("libomptarget.rtl.a.so")).err().expect("not an ELF object");
+        let refused = open(&dir.join("libomptarget.rtl.a.so"))
+            .err()
+            .expect("not an ELF object");
         assert!(refused.contains("cannot be loaded"), "{refused}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -7,17 +7,17 @@
 //! offload policy are owned here; plugins only allocate, copy, load and launch.
 
 mod api;
-pub mod mapping;
 mod diag;
 mod export;
 mod external;
+pub mod mapping;
 mod profile;
 mod runtime;
 mod target;
 mod tasks;
 
-use mapping::{MapItem, MapList};
 use export::exports;
+use mapping::{MapItem, MapList};
 use rustomp_abi::{BinDesc, Ident, KernelArgs, MapType};
 use std::ffi::c_void;
 use target::{OFFLOAD_FAIL, OFFLOAD_SUCCESS};
@@ -127,7 +127,10 @@ exports! {
 
 /// # Safety
 /// Arrays of `arg_num` elements, as clang passes them.
-#[allow(clippy::too_many_arguments, reason = "the arguments of LLVM's legacy entry points")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the arguments of LLVM's legacy entry points"
+)]
 unsafe fn legacy_target(
     ident: *mut Ident,
     device_id: i64,
@@ -198,7 +201,10 @@ enum DataOp {
 
 /// # Safety
 /// Arrays of `arg_num` elements, as clang passes them (mappers may be null).
-#[allow(clippy::too_many_arguments, reason = "the arguments of LLVM's data entry points")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the arguments of LLVM's data entry points"
+)]
 unsafe fn data_op(
     op: DataOp,
     ident: *mut Ident,
@@ -212,7 +218,17 @@ unsafe fn data_op(
     mappers: *mut *mut c_void,
 ) -> i32 {
     // SAFETY: guaranteed by the caller.
-    let list = unsafe { MapList::from_raw(arg_num, bases, begins, sizes, types, names as *const *const std::ffi::c_char, mappers) };
+    let list = unsafe {
+        MapList::from_raw(
+            arg_num,
+            bases,
+            begins,
+            sizes,
+            types,
+            names as *const *const std::ffi::c_char,
+            mappers,
+        )
+    };
     match op {
         // SAFETY: as above.
         DataOp::Begin => unsafe { target::data_begin(ident, device_id, list, bases) },

@@ -14,12 +14,13 @@
 
 use crate::diag;
 use rustomp_plugin::{
-    layout, AllocKind, Device, DeviceGlobal, ImageInfo, KernelHandle, LaunchConfig, LoadedImage, Result,
+    layout, AllocKind, Device, DeviceGlobal, ImageInfo, KernelHandle, LaunchConfig, LoadedImage,
+    Result,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
-use std::ptr::NonNull;
 use std::fmt::Write as _;
+use std::ptr::NonNull;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -69,7 +70,11 @@ static RECORDER: OnceLock<Option<Recorder>> = OnceLock::new();
 pub fn recorder() -> Option<&'static Recorder> {
     RECORDER
         .get_or_init(|| {
-            let set = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty() && v != "0");
+            let set = |var: &str| {
+                std::env::var(var)
+                    .ok()
+                    .filter(|v| !v.is_empty() && v != "0")
+            };
             let trace = set(PROFILE_VAR).map(|path| (path, Mutex::new(Vec::new())));
             let summary = set(SUMMARY_VAR);
             if trace.is_none() && summary.is_none() {
@@ -78,7 +83,12 @@ pub fn recorder() -> Option<&'static Recorder> {
             // SAFETY: a plain function without arguments. Registered while the program registers
             // its images, before clang's code registers their unregistration: it runs after it.
             unsafe { libc::atexit(write_at_exit) };
-            Some(Recorder { start: Instant::now(), trace, summary, devices: Mutex::new(BTreeMap::new()) })
+            Some(Recorder {
+                start: Instant::now(),
+                trace,
+                summary,
+                devices: Mutex::new(BTreeMap::new()),
+            })
         })
         .as_ref()
 }
@@ -97,7 +107,11 @@ pub fn observe(device: usize, backend: Box<dyn Device>) -> Box<dyn Device> {
     match recorder() {
         Some(recorder) => {
             recorder.stats(device, |s| s.description = backend.describe());
-            Box::new(Observed { device, inner: backend, recorder })
+            Box::new(Observed {
+                device,
+                inner: backend,
+                recorder,
+            })
         }
         None => backend,
     }
@@ -105,10 +119,17 @@ pub fn observe(device: usize, backend: Box<dyn Device>) -> Box<dyn Device> {
 
 /// Runs `f` as one data-environment phase of a construct (`name`: "map in", ...) on `device`.
 pub fn phase<T>(device: usize, name: &'static str, items: usize, f: impl FnOnce() -> T) -> T {
-    let Some(recorder) = recorder() else { return f() };
+    let Some(recorder) = recorder() else {
+        return f();
+    };
     let start = Instant::now();
     let result = f();
-    recorder.event(name.to_string(), "data", start, vec![("device", device.to_string()), ("items", items.to_string())]);
+    recorder.event(
+        name.to_string(),
+        "data",
+        start,
+        vec![("device", device.to_string()), ("items", items.to_string())],
+    );
     result
 }
 
@@ -127,11 +148,22 @@ fn thread_id() -> i64 {
 impl Recorder {
     fn stats(&self, device: usize, f: impl FnOnce(&mut DeviceStats)) {
         if self.summary.is_some() {
-            f(self.devices.lock().unwrap_or_else(|e| e.into_inner()).entry(device).or_default());
+            f(self
+                .devices
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(device)
+                .or_default());
         }
     }
 
-    fn event(&self, name: String, category: &'static str, start: Instant, args: Vec<(&'static str, String)>) {
+    fn event(
+        &self,
+        name: String,
+        category: &'static str,
+        start: Instant,
+        args: Vec<(&'static str, String)>,
+    ) {
         if let Some((_, events)) = &self.trace {
             let event = Event {
                 name,
@@ -149,7 +181,9 @@ impl Recorder {
         if let Some((path, events)) = &self.trace {
             let events = events.lock().unwrap_or_else(|e| e.into_inner());
             if let Err(e) = std::fs::write(path, chrome_trace(&events)) {
-                diag::error(&format!("{PROFILE_VAR}={path}: cannot write the trace: {e}"));
+                diag::error(&format!(
+                    "{PROFILE_VAR}={path}: cannot write the trace: {e}"
+                ));
             }
         }
         if let Some(target) = &self.summary {
@@ -157,7 +191,9 @@ impl Recorder {
             if target == "1" {
                 eprint!("{text}");
             } else if let Err(e) = std::fs::write(target, text) {
-                diag::error(&format!("{SUMMARY_VAR}={target}: cannot write the summary: {e}"));
+                diag::error(&format!(
+                    "{SUMMARY_VAR}={target}: cannot write the summary: {e}"
+                ));
             }
         }
     }
@@ -189,7 +225,11 @@ fn chrome_trace(events: &[Event]) -> String {
     let pid = std::process::id();
     let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
     for (i, e) in events.iter().enumerate() {
-        let args: Vec<String> = e.args.iter().map(|(k, v)| format!("{}:{}", json_string(k), json_string(v))).collect();
+        let args: Vec<String> = e
+            .args
+            .iter()
+            .map(|(k, v)| format!("{}:{}", json_string(k), json_string(v)))
+            .collect();
         let _ = writeln!(
             out,
             "{{\"name\":{},\"cat\":\"{}\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{pid},\"tid\":{},\"args\":{{{}}}}}{}",
@@ -223,7 +263,10 @@ fn bytes(n: u64) -> String {
 }
 
 fn summary(devices: &BTreeMap<usize, DeviceStats>) -> String {
-    let mut out = format!("rustomp run summary ({SUMMARY_VAR}): {} device(s) used\n", devices.len());
+    let mut out = format!(
+        "rustomp run summary ({SUMMARY_VAR}): {} device(s) used\n",
+        devices.len()
+    );
     for (id, s) in devices {
         // The plugin's description starts with "device N".
         let _ = if s.description.starts_with(&format!("device {id}")) {
@@ -232,10 +275,18 @@ fn summary(devices: &BTreeMap<usize, DeviceStats>) -> String {
             writeln!(out, "device {id}: {}", s.description)
         };
         let name_width = s.kernels.keys().map(String::len).max().unwrap_or(0).max(6);
-        let _ = writeln!(out, "  {:name_width$}  {:>8}  {:>12}  {:>12}", "kernel", "launches", "total ms", "average us");
+        let _ = writeln!(
+            out,
+            "  {:name_width$}  {:>8}  {:>12}  {:>12}",
+            "kernel", "launches", "total ms", "average us"
+        );
         for (name, (count, total)) in &s.kernels {
             let average = total.as_secs_f64() * 1e6 / (*count).max(1) as f64;
-            let _ = writeln!(out, "  {name:name_width$}  {count:>8}  {:>12.3}  {average:>12.1}", total.as_secs_f64() * 1e3);
+            let _ = writeln!(
+                out,
+                "  {name:name_width$}  {count:>8}  {:>12.3}  {average:>12.1}",
+                total.as_secs_f64() * 1e3
+            );
         }
         if s.kernels.is_empty() {
             let _ = writeln!(out, "  (no kernel launched)");
@@ -244,7 +295,12 @@ fn summary(devices: &BTreeMap<usize, DeviceStats>) -> String {
         let _ = writeln!(out, "  host to device    {}", moved(s.to_device));
         let _ = writeln!(out, "  device to host    {}", moved(s.from_device));
         let _ = writeln!(out, "  within device     {}", moved(s.within_device));
-        let _ = writeln!(out, "  allocations       {} in all, high-water mark {}", s.allocations, bytes(s.peak_bytes));
+        let _ = writeln!(
+            out,
+            "  allocations       {} in all, high-water mark {}",
+            s.allocations,
+            bytes(s.peak_bytes)
+        );
         let _ = writeln!(out, "  mapping table     peak {} entries", s.table_peak);
     }
     out
@@ -258,8 +314,22 @@ struct Observed {
 }
 
 impl Observed {
-    fn transfer(&self, name: &'static str, bytes: usize, start: Instant, counter: fn(&mut DeviceStats) -> &mut (u64, u64)) {
-        self.recorder.event(name.to_string(), "transfer", start, vec![("device", self.device.to_string()), ("bytes", bytes.to_string())]);
+    fn transfer(
+        &self,
+        name: &'static str,
+        bytes: usize,
+        start: Instant,
+        counter: fn(&mut DeviceStats) -> &mut (u64, u64),
+    ) {
+        self.recorder.event(
+            name.to_string(),
+            "transfer",
+            start,
+            vec![
+                ("device", self.device.to_string()),
+                ("bytes", bytes.to_string()),
+            ],
+        );
         self.recorder.stats(self.device, |s| {
             let c = counter(s);
             c.0 += 1;
@@ -276,7 +346,11 @@ impl Device for Observed {
     fn alloc(&self, bytes: usize, kind: AllocKind) -> Result<*mut c_void> {
         let start = Instant::now();
         let ptr = self.inner.alloc(bytes, kind)?;
-        let args = vec![("device", self.device.to_string()), ("bytes", bytes.to_string()), ("kind", kind_name(kind))];
+        let args = vec![
+            ("device", self.device.to_string()),
+            ("bytes", bytes.to_string()),
+            ("kind", kind_name(kind)),
+        ];
         self.recorder.event("alloc".into(), "memory", start, args);
         self.recorder.stats(self.device, |s| {
             s.allocations += 1;
@@ -290,27 +364,50 @@ impl Device for Observed {
         let start = Instant::now();
         // SAFETY: forwarded from the caller.
         unsafe { self.inner.free(ptr, kind)? };
-        self.recorder.event("free".into(), "memory", start, vec![("device", self.device.to_string()), ("kind", kind_name(kind))]);
+        self.recorder.event(
+            "free".into(),
+            "memory",
+            start,
+            vec![
+                ("device", self.device.to_string()),
+                ("kind", kind_name(kind)),
+            ],
+        );
         self.recorder.stats(self.device, |s| {
             s.live_bytes -= s.live.remove(&(ptr as usize)).unwrap_or(0);
         });
         Ok(())
     }
-    unsafe fn copy_to_device(&self, device: *mut c_void, host: *const c_void, bytes: usize) -> Result<()> {
+    unsafe fn copy_to_device(
+        &self,
+        device: *mut c_void,
+        host: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
         let start = Instant::now();
         // SAFETY: forwarded from the caller.
         unsafe { self.inner.copy_to_device(device, host, bytes)? };
         self.transfer("host to device", bytes, start, |s| &mut s.to_device);
         Ok(())
     }
-    unsafe fn copy_from_device(&self, host: *mut c_void, device: *const c_void, bytes: usize) -> Result<()> {
+    unsafe fn copy_from_device(
+        &self,
+        host: *mut c_void,
+        device: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
         let start = Instant::now();
         // SAFETY: forwarded from the caller.
         unsafe { self.inner.copy_from_device(host, device, bytes)? };
         self.transfer("device to host", bytes, start, |s| &mut s.from_device);
         Ok(())
     }
-    unsafe fn copy_within_device(&self, dst: *mut c_void, src: *const c_void, bytes: usize) -> Result<()> {
+    unsafe fn copy_within_device(
+        &self,
+        dst: *mut c_void,
+        src: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
         let start = Instant::now();
         // SAFETY: forwarded from the caller.
         unsafe { self.inner.copy_within_device(dst, src, bytes)? };
@@ -320,10 +417,24 @@ impl Device for Observed {
     fn load_image(&self, image: &ImageInfo<'_>) -> Result<Box<dyn LoadedImage>> {
         let start = Instant::now();
         let loaded = self.inner.load_image(image)?;
-        let what = if image.arch.is_empty() { image.triple.to_string() } else { format!("{} {}", image.triple, image.arch) };
-        let args = vec![("device", self.device.to_string()), ("image", what), ("bytes", image.bytes.len().to_string())];
-        self.recorder.event("load image".into(), "image", start, args);
-        Ok(Box::new(ObservedImage { device: self.device, inner: loaded, recorder: self.recorder, names: Mutex::new(HashMap::new()) }))
+        let what = if image.arch.is_empty() {
+            image.triple.to_string()
+        } else {
+            format!("{} {}", image.triple, image.arch)
+        };
+        let args = vec![
+            ("device", self.device.to_string()),
+            ("image", what),
+            ("bytes", image.bytes.len().to_string()),
+        ];
+        self.recorder
+            .event("load image".into(), "image", start, args);
+        Ok(Box::new(ObservedImage {
+            device: self.device,
+            inner: loaded,
+            recorder: self.recorder,
+            names: Mutex::new(HashMap::new()),
+        }))
     }
     fn synchronize(&self) -> Result<()> {
         self.inner.synchronize()
@@ -364,15 +475,28 @@ impl LoadedImage for ObservedImage {
         let Some(kernel) = self.inner.kernel(name)? else {
             return Ok(None);
         };
-        self.names.lock().unwrap_or_else(|e| e.into_inner()).insert(kernel.raw() as usize, name.to_string());
+        self.names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(kernel.raw() as usize, name.to_string());
         // The inner image's own value: the handle made from it launches the inner kernel.
         Ok(NonNull::new(kernel.raw()))
     }
     fn global(&self, name: &str) -> Result<Option<DeviceGlobal>> {
         self.inner.global(name)
     }
-    unsafe fn launch(&self, kernel: KernelHandle, args: &[*mut c_void], config: &LaunchConfig) -> Result<()> {
-        let name = self.names.lock().unwrap_or_else(|e| e.into_inner()).get(&(kernel.raw() as usize)).cloned();
+    unsafe fn launch(
+        &self,
+        kernel: KernelHandle,
+        args: &[*mut c_void],
+        config: &LaunchConfig,
+    ) -> Result<()> {
+        let name = self
+            .names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(kernel.raw() as usize))
+            .cloned();
         let name = name.unwrap_or_else(|| format!("kernel at {:p}", kernel.raw()));
         let start = Instant::now();
         // SAFETY: forwarded from the caller.
@@ -413,10 +537,20 @@ mod tests {
                 thread: 7,
                 args: vec![("teams", "4".into())],
             },
-            Event { name: "host to device".into(), category: "transfer", start: Duration::ZERO, duration: Duration::ZERO, thread: 7, args: vec![] },
+            Event {
+                name: "host to device".into(),
+                category: "transfer",
+                start: Duration::ZERO,
+                duration: Duration::ZERO,
+                thread: 7,
+                args: vec![],
+            },
         ];
         let text = chrome_trace(&events);
-        assert!(text.starts_with("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"), "{text}");
+        assert!(
+            text.starts_with("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"),
+            "{text}"
+        );
         assert!(text.contains("\"name\":\"__omp_offloading_fd00_1_main_l12 \\\"x\\\"\",\"cat\":\"kernel\",\"ph\":\"X\",\"ts\":5.000,\"dur\":1.500"), "{text}");
         assert!(text.contains("\"args\":{\"teams\":\"4\"}},\n"), "{text}");
         assert!(text.ends_with("\"args\":{}}\n]}\n"), "{text}");
@@ -426,7 +560,10 @@ mod tests {
     #[test]
     fn the_summary_has_a_table_per_device() {
         let mut devices = BTreeMap::new();
-        let mut s = DeviceStats { description: "host plugin device".into(), ..Default::default() };
+        let mut s = DeviceStats {
+            description: "host plugin device".into(),
+            ..Default::default()
+        };
         s.kernels.insert("k".into(), (4, Duration::from_millis(2)));
         s.to_device = (3, 3 * 1024);
         s.peak_bytes = 1536;
@@ -435,9 +572,21 @@ mod tests {
         devices.insert(0, s);
         let text = summary(&devices);
         assert!(text.contains("device 0: host plugin device\n"), "{text}");
-        assert!(text.contains("  k       ") && text.contains("       4         2.000         500.0\n"), "{text}");
-        assert!(text.contains("  host to device    3.0 KiB in 3 copies\n"), "{text}");
-        assert!(text.contains("  allocations       2 in all, high-water mark 1.5 KiB\n"), "{text}");
-        assert!(text.contains("  mapping table     peak 5 entries\n"), "{text}");
+        assert!(
+            text.contains("  k       ") && text.contains("       4         2.000         500.0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  host to device    3.0 KiB in 3 copies\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  allocations       2 in all, high-water mark 1.5 KiB\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  mapping table     peak 5 entries\n"),
+            "{text}"
+        );
     }
 }

@@ -1,8 +1,8 @@
 //! The construct-level operations behind the exports: resolve the device, apply the offload
 //! policy, map, launch, unmap. Failures are reported here with the construct's location.
 
-use crate::mapping::{self, LaunchArguments, MapList};
 use crate::diag::{self, debug};
+use crate::mapping::{self, LaunchArguments, MapList};
 use crate::profile;
 use crate::runtime::{runtime, DeviceState, Policy};
 use rustomp_abi::{Ident, KernelArgs};
@@ -90,9 +90,14 @@ pub fn fail_construct(loc: &diag::Location) -> ! {
     if source.is_available() {
         eprint!("{}:{}:{}: ", source.file, source.line, source.column);
     } else {
-        diag::error("Source location information not present. Compile with -g or -gline-tables-only.");
+        diag::error(
+            "Source location information not present. Compile with -g or -gline-tables-only.",
+        );
     }
-    diag::fatal(1, "failure of target construct while offloading is mandatory")
+    diag::fatal(
+        1,
+        "failure of target construct while offloading is mandatory",
+    )
 }
 
 /// The mapping table of every device in use, after the construct at `loc` (LLVM's
@@ -107,9 +112,15 @@ pub fn dump_tables(at: &diag::SourceInfo, to_stdout: bool) {
 }
 
 /// What LLVM reports after a failed phase of a construct, before its end.
-const BEGIN_FAILED: &[&str] = &["Call to targetDataBegin failed, abort target.", "Failed to process data before launching the kernel."];
+const BEGIN_FAILED: &[&str] = &[
+    "Call to targetDataBegin failed, abort target.",
+    "Failed to process data before launching the kernel.",
+];
 const LAUNCH_FAILED: &[&str] = &["Executing target region abort target."];
-const END_FAILED: &[&str] = &["Call to targetDataEnd failed, abort target.", "Failed to process data after launching the kernel."];
+const END_FAILED: &[&str] = &[
+    "Call to targetDataEnd failed, abort target.",
+    "Failed to process data after launching the kernel.",
+];
 
 /// The end of a construct: on success the tables when asked for (0x4); on failure the error
 /// (a mapping error was reported where it was found, in LLVM's words), the phase's lines, and
@@ -153,14 +164,21 @@ pub unsafe fn data_begin(
         return OFFLOAD_SUCCESS;
     };
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
-        mapping::print_kernel_arguments(device.id, "Entering OpenMP data region with being_mapper", &loc, &list.items);
+        mapping::print_kernel_arguments(
+            device.id,
+            "Entering OpenMP data region with being_mapper",
+            &loc,
+            &list.items,
+        );
     }
     // use_device_ptr/addr: the device addresses go back into clang's base array.
     let return_bases = (!bases.is_null()).then(|| {
         // SAFETY: clang's base array has one element per list item.
         unsafe { std::slice::from_raw_parts_mut(bases, list.items.len()) }
     });
-    let mapped = profile::phase(device.id, "map in (data)", list.items.len(), || mapping::begin(&device, &list.items, return_bases));
+    let mapped = profile::phase(device.id, "map in (data)", list.items.len(), || {
+        mapping::begin(&device, &list.items, return_bases)
+    });
     report(mapped, &loc, &[])
 }
 
@@ -170,9 +188,16 @@ pub fn data_end(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
         return OFFLOAD_SUCCESS;
     };
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
-        mapping::print_kernel_arguments(device.id, "Exiting OpenMP data region with end_mapper", &loc, &list.items);
+        mapping::print_kernel_arguments(
+            device.id,
+            "Exiting OpenMP data region with end_mapper",
+            &loc,
+            &list.items,
+        );
     }
-    let unmapped = profile::phase(device.id, "map out (data)", list.items.len(), || mapping::end(&device, &list.items));
+    let unmapped = profile::phase(device.id, "map out (data)", list.items.len(), || {
+        mapping::end(&device, &list.items)
+    });
     report(unmapped, &loc, &[])
 }
 
@@ -182,9 +207,16 @@ pub fn data_update(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
         return OFFLOAD_SUCCESS;
     };
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
-        mapping::print_kernel_arguments(device.id, "Updating data within the OpenMP data region with update_mapper", &loc, &list.items);
+        mapping::print_kernel_arguments(
+            device.id,
+            "Updating data within the OpenMP data region with update_mapper",
+            &loc,
+            &list.items,
+        );
     }
-    let updated = profile::phase(device.id, "update", list.items.len(), || mapping::update(&device, &list.items));
+    let updated = profile::phase(device.id, "update", list.items.len(), || {
+        mapping::update(&device, &list.items)
+    });
     report(updated, &loc, &[])
 }
 
@@ -225,8 +257,13 @@ pub unsafe fn target_kernel(
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
         mapping::print_kernel_arguments(device.id, "Entering OpenMP kernel", &loc, &list.items);
     }
-    let entered = profile::phase(device.id, "map in (target)", list.items.len(), || mapping::enter_for_launch(&device, &list.items));
-    let LaunchArguments { values, temporaries } = match entered {
+    let entered = profile::phase(device.id, "map in (target)", list.items.len(), || {
+        mapping::enter_for_launch(&device, &list.items)
+    });
+    let LaunchArguments {
+        values,
+        temporaries,
+    } = match entered {
         Ok(arguments) => arguments,
         Err(e) => return report(Err(e), &loc, BEGIN_FAILED),
     };
@@ -238,11 +275,17 @@ pub unsafe fn target_kernel(
         dyn_shared_bytes: args.dyn_cgroup_mem,
         tripcount: args.tripcount,
     };
-    debug!("launch {name} on device {}: {} argument(s)", device.id, values.len());
+    debug!(
+        "launch {name} on device {}: {} argument(s)",
+        device.id,
+        values.len()
+    );
     // SAFETY: the values follow the kernel's parameter list as clang built it.
     let launched = unsafe { image.launch(kernel, &values, &config) };
     // The private copies are freed once, after the kernel that used them finished.
-    let freed = temporaries.into_iter().try_for_each(|buffer| mapping::free_device(&device, buffer));
+    let freed = temporaries
+        .into_iter()
+        .try_for_each(|buffer| mapping::free_device(&device, buffer));
     if let Err(e) = launched.and(freed) {
         // The construct's references go, its results do not come back (there are none).
         if let Err(released) = mapping::release(&device, &list.items) {
@@ -250,7 +293,9 @@ pub unsafe fn target_kernel(
         }
         return report(Err(e), &loc, LAUNCH_FAILED);
     }
-    let unmapped = profile::phase(device.id, "map out (target)", list.items.len(), || mapping::end(&device, &list.items));
+    let unmapped = profile::phase(device.id, "map out (target)", list.items.len(), || {
+        mapping::end(&device, &list.items)
+    });
     report(unmapped, &loc, END_FAILED)
 }
 

@@ -39,8 +39,17 @@ type TaskEntry = unsafe extern "C" fn(gtid: i32, task: *mut Task) -> i32;
 const HIDDEN_HELPER: i32 = 1 << 7;
 
 type GlobalThreadNum = unsafe extern "C" fn(*const Ident) -> i32;
-type TargetTaskAlloc = unsafe extern "C" fn(*const Ident, i32, i32, usize, usize, TaskEntry, i64) -> *mut Task;
-type TaskWithDeps = unsafe extern "C" fn(*const Ident, i32, *mut Task, i32, *const DependInfo, i32, *const DependInfo) -> i32;
+type TargetTaskAlloc =
+    unsafe extern "C" fn(*const Ident, i32, i32, usize, usize, TaskEntry, i64) -> *mut Task;
+type TaskWithDeps = unsafe extern "C" fn(
+    *const Ident,
+    i32,
+    *mut Task,
+    i32,
+    *const DependInfo,
+    i32,
+    *const DependInfo,
+) -> i32;
 
 struct Libomp {
     global_thread_num: GlobalThreadNum,
@@ -84,7 +93,9 @@ type Work = Box<dyn FnOnce() + Send>;
 /// `objects` holds `count` depend objects initialised by `#pragma omp depobj`.
 pub unsafe fn spawn(what: &str, count: i32, objects: *const *const c_void, work: Work) -> i32 {
     if count < 0 || (count > 0 && objects.is_null()) {
-        crate::diag::error(&format!("{what}: {count} depend objects, list at {objects:p}"));
+        crate::diag::error(&format!(
+            "{what}: {count} depend objects, list at {objects:p}"
+        ));
         return -1;
     }
     let mut deps = Vec::with_capacity(count as usize);
@@ -92,7 +103,9 @@ pub unsafe fn spawn(what: &str, count: i32, objects: *const *const c_void, work:
         // SAFETY: the caller's array holds `count` objects.
         let object = unsafe { *objects.add(i) } as *const DependInfo;
         if object.is_null() {
-            crate::diag::error(&format!("{what}: depend object {i} was never initialised (null)"));
+            crate::diag::error(&format!(
+                "{what}: depend object {i} was never initialised (null)"
+            ));
             return -1;
         }
         // SAFETY: an initialised depend object points to libomp's record (copied, as LLVM does:
@@ -108,13 +121,29 @@ pub unsafe fn spawn(what: &str, count: i32, objects: *const *const c_void, work:
     // asked for, and `shareds` is ours until `run_work` takes it back.
     unsafe {
         let gtid = (omp.global_thread_num)(std::ptr::null());
-        let task = (omp.target_task_alloc)(std::ptr::null(), gtid, HIDDEN_HELPER, size_of::<Task>(), 0, run_work, -1);
+        let task = (omp.target_task_alloc)(
+            std::ptr::null(),
+            gtid,
+            HIDDEN_HELPER,
+            size_of::<Task>(),
+            0,
+            run_work,
+            -1,
+        );
         if task.is_null() {
             crate::diag::error(&format!("{what}: libomp could not create the task"));
             return -1;
         }
         (*task).shareds = Box::into_raw(Box::new(work)) as *mut c_void;
-        (omp.task_with_deps)(std::ptr::null(), gtid, task, deps.len() as i32, deps.as_ptr(), 0, std::ptr::null());
+        (omp.task_with_deps)(
+            std::ptr::null(),
+            gtid,
+            task,
+            deps.len() as i32,
+            deps.as_ptr(),
+            0,
+            std::ptr::null(),
+        );
     }
     0
 }
@@ -147,10 +176,16 @@ mod tests {
         let runs = Arc::new(AtomicUsize::new(0));
         // SAFETY: each call's list is consistent with, or refused for, its count.
         unsafe {
-            assert_eq!(spawn("test", -1, std::ptr::null(), counting_work(&runs)), -1);
+            assert_eq!(
+                spawn("test", -1, std::ptr::null(), counting_work(&runs)),
+                -1
+            );
             assert_eq!(spawn("test", 2, std::ptr::null(), counting_work(&runs)), -1);
             let uninitialised: [*const c_void; 1] = [std::ptr::null()];
-            assert_eq!(spawn("test", 1, uninitialised.as_ptr(), counting_work(&runs)), -1);
+            assert_eq!(
+                spawn("test", 1, uninitialised.as_ptr(), counting_work(&runs)),
+                -1
+            );
         }
         assert_eq!(runs.load(Ordering::SeqCst), 0);
     }
@@ -160,10 +195,18 @@ mod tests {
         // The unit-test binary does not link libomp, so there is no task to create.
         assert!(libomp().is_none());
         let runs = Arc::new(AtomicUsize::new(0));
-        let record = DependInfo { base_addr: 0x1000, len: 4, flags: 1, _padding: 0 };
+        let record = DependInfo {
+            base_addr: 0x1000,
+            len: 4,
+            flags: 1,
+            _padding: 0,
+        };
         let object = &record as *const DependInfo as *const c_void;
-        // SAFETY: one depend object pointing to a valid record.
-        assert_eq!(unsafe { spawn("test", 1, &object, counting_work(&runs)) }, 0);
+        assert_eq!(
+            // SAFETY: one depend object pointing to a valid record.
+            unsafe { spawn("test", 1, &object, counting_work(&runs)) },
+            0
+        );
         assert_eq!(runs.load(Ordering::SeqCst), 1);
     }
 }

@@ -77,9 +77,15 @@ mod tests {
         SUM.store(a * 100 + b * 10 + c, Ordering::SeqCst);
     }
 
-    #[allow(clippy::too_many_arguments, reason = "the test calls a nine-argument C function")]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the test calls a nine-argument C function"
+    )]
     extern "C" fn take9(a: u64, b: u64, c: u64, d: u64, e: u64, f: u64, g: u64, h: u64, i: u64) {
-        SUM.store(a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h + 9 * i, Ordering::SeqCst);
+        SUM.store(
+            a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h + 9 * i,
+            Ordering::SeqCst,
+        );
     }
 
     #[test]
@@ -89,6 +95,9 @@ mod tests {
         assert_eq!(SUM.load(Ordering::SeqCst), 123);
         // SAFETY: as above.
         unsafe { call_with_u64_args(take9 as *const c_void, &[1, 1, 1, 1, 1, 1, 1, 1, 10]) };
-        assert_eq!(SUM.load(Ordering::SeqCst), 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 90);
+        assert_eq!(
+            SUM.load(Ordering::SeqCst),
+            1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 90
+        );
     }
 }

@@ -166,7 +166,8 @@ pub fn init() {
         // puts the default action back, so abort ends the process after the report.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = report_at_abort as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_sigaction =
+                report_at_abort as extern "C" fn(libc::c_int) as libc::sighandler_t;
             action.sa_flags = libc::SA_RESETHAND;
             libc::sigemptyset(&mut action.sa_mask);
             libc::sigaction(libc::SIGABRT, &action, std::ptr::null_mut());
@@ -277,7 +278,13 @@ fn write_stderr(bytes: &[u8]) {
     let mut done = 0;
     while done < bytes.len() {
         // SAFETY: the range lies in `bytes`; fd 2 is stderr (or closed, then write fails).
-        let n = unsafe { libc::write(2, bytes[done..].as_ptr() as *const libc::c_void, bytes.len() - done) };
+        let n = unsafe {
+            libc::write(
+                2,
+                bytes[done..].as_ptr() as *const libc::c_void,
+                bytes.len() - done,
+            )
+        };
         if n <= 0 {
             return;
         }
@@ -352,7 +359,10 @@ mod tests {
         let word = parse("from:x").unwrap_err();
         assert!(word.contains("'from:x'"), "{word}");
         let bare = parse("alloc").unwrap_err();
-        assert!(bare.contains("'alloc'") && bare.contains("expected OP:N"), "{bare}");
+        assert!(
+            bare.contains("'alloc'") && bare.contains("expected OP:N"),
+            "{bare}"
+        );
     }
 
     #[test]
@@ -369,6 +379,10 @@ mod tests {
             usize::MAX,
             u64::MAX
         );
-        assert!(ok.is_ok(), "{}", String::from_utf8_lossy(&line.bytes[..line.len]));
+        assert!(
+            ok.is_ok(),
+            "{}",
+            String::from_utf8_lossy(&line.bytes[..line.len])
+        );
     }
 }

@@ -55,7 +55,13 @@ const R_X86_64_JUMP_SLOT: u64 = 7;
 pub unsafe fn rebind(handle: *mut c_void, symbol: &CStr, target: usize) -> Result<usize, String> {
     let mut map: *const LinkMap = std::ptr::null();
     // SAFETY: RTLD_DI_LINKMAP stores a `struct link_map *` at the given address.
-    let rc = unsafe { libc::dlinfo(handle, libc::RTLD_DI_LINKMAP, &mut map as *mut *const LinkMap as *mut c_void) };
+    let rc = unsafe {
+        libc::dlinfo(
+            handle,
+            libc::RTLD_DI_LINKMAP,
+            &mut map as *mut *const LinkMap as *mut c_void,
+        )
+    };
     if rc != 0 || map.is_null() {
         return Err("dlinfo(RTLD_DI_LINKMAP) failed".into());
     }
@@ -63,8 +69,15 @@ pub unsafe fn rebind(handle: *mut c_void, symbol: &CStr, target: usize) -> Resul
     let (load, dynamic) = unsafe { ((*map).l_addr, (*map).l_ld) };
     // glibc relocates the address entries of the dynamic section in place; other loaders may
     // not: an address below the load address is still an offset.
-    let address = |value: u64| if (value as usize) < load { load + value as usize } else { value as usize };
-    let (mut strtab, mut symtab, mut rela, mut rela_size, mut jmprel, mut jmprel_size) = (0, 0, 0, 0, 0, 0);
+    let address = |value: u64| {
+        if (value as usize) < load {
+            load + value as usize
+        } else {
+            value as usize
+        }
+    };
+    let (mut strtab, mut symtab, mut rela, mut rela_size, mut jmprel, mut jmprel_size) =
+        (0, 0, 0, 0, 0, 0);
     let mut entry = dynamic;
     loop {
         // SAFETY: the dynamic section is an array of entries ended by DT_NULL.
@@ -124,18 +137,28 @@ fn relro_range(load: usize) -> Option<(usize, usize)> {
         load: usize,
         found: Option<(usize, usize)>,
     }
-    unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut c_void,
+    ) -> c_int {
         // SAFETY: dl_iterate_phdr passes a valid info and our `Search`.
         let (info, search) = unsafe { (&*info, &mut *(data as *mut Search)) };
         if info.dlpi_addr as usize != search.load || info.dlpi_phdr.is_null() {
             return 0;
         }
         // SAFETY: the object's program headers, `dlpi_phnum` of them.
-        let headers = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+        let headers =
+            unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
         search.found = headers
             .iter()
             .find(|h| h.p_type == libc::PT_GNU_RELRO)
-            .map(|h| (search.load + h.p_vaddr as usize, search.load + (h.p_vaddr + h.p_memsz) as usize));
+            .map(|h| {
+                (
+                    search.load + h.p_vaddr as usize,
+                    search.load + (h.p_vaddr + h.p_memsz) as usize,
+                )
+            });
         1
     }
     let mut search = Search { load, found: None };
@@ -148,7 +171,11 @@ fn relro_range(load: usize) -> Option<(usize, usize)> {
 ///
 /// # Safety
 /// `slot` is a pointer-sized GOT entry of a loaded object whose code does not run yet.
-unsafe fn write_slot(slot: usize, value: usize, relro: Option<(usize, usize)>) -> Result<(), String> {
+unsafe fn write_slot(
+    slot: usize,
+    value: usize,
+    relro: Option<(usize, usize)>,
+) -> Result<(), String> {
     let protected = relro.is_some_and(|(begin, end)| slot >= begin && slot < end);
     // SAFETY: sysconf has no preconditions.
     let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
@@ -156,7 +183,10 @@ unsafe fn write_slot(slot: usize, value: usize, relro: Option<(usize, usize)>) -
     let protect = |flags: c_int| {
         // SAFETY: the page belongs to the loaded object's mapping.
         if unsafe { libc::mprotect(page as *mut c_void, page_size, flags) } != 0 {
-            return Err(format!("mprotect of the GOT page at {page:#x}: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "mprotect of the GOT page at {page:#x}: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         Ok(())
     };

@@ -28,7 +28,8 @@ pub const SLOTS: usize = 128;
 type Translate = extern "C" fn(*mut c_void) -> *mut c_void;
 
 /// Each slot's table: null until published (pointers then come back unchanged).
-static TABLES: [AtomicPtr<IndirectTable>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+static TABLES: [AtomicPtr<IndirectTable>; SLOTS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 static TAKEN: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
 
 extern "C" fn translate<const K: usize>(fn_ptr: *mut c_void) -> *mut c_void {
@@ -80,7 +81,10 @@ impl Binding {
     /// A free slot, taken (released when the binding is dropped).
     fn claim() -> Option<Binding> {
         let slot = (0..SLOTS).find(|&k| !TAKEN[k].swap(true, Ordering::AcqRel))?;
-        Some(Binding { slot, published: Mutex::new(Vec::new()) })
+        Some(Binding {
+            slot,
+            published: Mutex::new(Vec::new()),
+        })
     }
 
     /// Publishes `table` to the copy's code.
@@ -113,11 +117,21 @@ mod tests {
         let (fa, fb) = (FUNCTIONS[a.slot], FUNCTIONS[b.slot]);
         let host = 0x1000 as *mut c_void;
         assert_eq!(fa(host), host, "nothing published: unchanged");
-        a.publish(&IndirectTable::new(vec![FptrMapEntry { host: 0x1000, device: 0xa000 }]));
-        b.publish(&IndirectTable::new(vec![FptrMapEntry { host: 0x1000, device: 0xb000 }]));
+        a.publish(&IndirectTable::new(vec![FptrMapEntry {
+            host: 0x1000,
+            device: 0xa000,
+        }]));
+        b.publish(&IndirectTable::new(vec![FptrMapEntry {
+            host: 0x1000,
+            device: 0xb000,
+        }]));
         assert_eq!(fa(host) as usize, 0xa000);
         assert_eq!(fb(host) as usize, 0xb000);
-        assert_eq!(fb(0x2000 as *mut c_void) as usize, 0x2000, "not in the table: unchanged");
+        assert_eq!(
+            fb(0x2000 as *mut c_void) as usize,
+            0x2000,
+            "not in the table: unchanged"
+        );
         let slot = a.slot;
         drop(a);
         assert_eq!(fa(host), host, "unloaded: unchanged");

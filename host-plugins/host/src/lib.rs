@@ -28,8 +28,8 @@ use core::ptr::NonNull;
 use rustomp_abi::KernelLaunchEnvironment;
 use rustomp_plugin::layout::IndirectTable;
 use rustomp_plugin::{
-    AllocKind, Device, DeviceGlobal, ErrorKind, ImageInfo, KernelHandle, LaunchConfig, LoadedImage, OffloadError,
-    Plugin, Result,
+    AllocKind, Device, DeviceGlobal, ErrorKind, ImageInfo, KernelHandle, LaunchConfig, LoadedImage,
+    OffloadError, Plugin, Result,
 };
 use std::ffi::CString;
 
@@ -50,7 +50,11 @@ impl HostPlugin {
             .and_then(|v| v.parse().ok())
             .unwrap_or(DEFAULT_DEVICES);
         // A malformed RUSTOMP_HOST_FAULTS leaves the plugin without devices (and says why).
-        let devices = if faults::configuration_error().is_some() { 0 } else { devices };
+        let devices = if faults::configuration_error().is_some() {
+            0
+        } else {
+            devices
+        };
         Self { devices }
     }
 }
@@ -73,7 +77,9 @@ impl Plugin for HostPlugin {
     }
     fn is_compatible(&self, image: &ImageInfo<'_>) -> bool {
         let triple_ok = image.triple.starts_with("x86_64") && image.triple.contains("linux");
-        triple_ok && rustomp_plugin::image::classify(image.bytes) == Some(rustomp_plugin::image::ImageKind::HostElf)
+        triple_ok
+            && rustomp_plugin::image::classify(image.bytes)
+                == Some(rustomp_plugin::image::ImageKind::HostElf)
     }
     fn open_device(&self, index: usize, global: usize, _total: usize) -> Result<Box<dyn Device>> {
         faults::opened(global);
@@ -94,7 +100,10 @@ impl Device for HostDevice {
         if ptr.is_null() {
             return Err(OffloadError::new(
                 ErrorKind::OutOfMemory,
-                format!("device {} (host plugin): cannot allocate {bytes} bytes", self.global),
+                format!(
+                    "device {} (host plugin): cannot allocate {bytes} bytes",
+                    self.global
+                ),
             ));
         }
         faults::allocated(self.global, ptr as usize, bytes);
@@ -110,20 +119,41 @@ impl Device for HostDevice {
         unsafe { libc::free(ptr) };
         Ok(())
     }
-    unsafe fn copy_to_device(&self, device: *mut c_void, host: *const c_void, bytes: usize) -> Result<()> {
-        faults::inject(Op::To, self.global, || format!("{bytes} bytes to {device:p}"))?;
+    unsafe fn copy_to_device(
+        &self,
+        device: *mut c_void,
+        host: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
+        faults::inject(Op::To, self.global, || {
+            format!("{bytes} bytes to {device:p}")
+        })?;
         // SAFETY: the caller guarantees both ranges; they may overlap only if identical.
         unsafe { std::ptr::copy(host as *const u8, device as *mut u8, bytes) };
         Ok(())
     }
-    unsafe fn copy_from_device(&self, host: *mut c_void, device: *const c_void, bytes: usize) -> Result<()> {
-        faults::inject(Op::From, self.global, || format!("{bytes} bytes from {device:p}"))?;
+    unsafe fn copy_from_device(
+        &self,
+        host: *mut c_void,
+        device: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
+        faults::inject(Op::From, self.global, || {
+            format!("{bytes} bytes from {device:p}")
+        })?;
         // SAFETY: as above.
         unsafe { std::ptr::copy(device as *const u8, host as *mut u8, bytes) };
         Ok(())
     }
-    unsafe fn copy_within_device(&self, dst: *mut c_void, src: *const c_void, bytes: usize) -> Result<()> {
-        faults::inject(Op::Within, self.global, || format!("{bytes} bytes from {src:p} to {dst:p}"))?;
+    unsafe fn copy_within_device(
+        &self,
+        dst: *mut c_void,
+        src: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
+        faults::inject(Op::Within, self.global, || {
+            format!("{bytes} bytes from {src:p} to {dst:p}")
+        })?;
         // SAFETY: as above.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
         Ok(())
@@ -135,10 +165,16 @@ impl Device for HostDevice {
         true
     }
     fn describe(&self) -> String {
-        format!("device {}: host plugin device {} ({TRIPLE}, {} CPUs)", self.global, self.index, num_cpus())
+        format!(
+            "device {}: host plugin device {} ({TRIPLE}, {} CPUs)",
+            self.global,
+            self.index,
+            num_cpus()
+        )
     }
     fn properties(&self) -> Vec<(&'static str, String)> {
-        let memory = host_memory().map_or_else(|| "unknown".to_string(), |b| format!("{} MiB", b >> 20));
+        let memory =
+            host_memory().map_or_else(|| "unknown".to_string(), |b| format!("{} MiB", b >> 20));
         vec![
             ("Kind", "CPU".to_string()),
             ("Triple", TRIPLE.to_string()),
@@ -155,12 +191,16 @@ fn num_cpus() -> usize {
 /// Physical memory of the host in bytes, when sysconf knows it.
 fn host_memory() -> Option<u64> {
     // SAFETY: sysconf takes a constant and returns a number (-1 when unknown).
-    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
     let pages = u64::try_from(pages).ok()?;
     let page = u64::try_from(page).ok()?;
     pages.checked_mul(page)
 }
-
 
 /// A loaded x86_64 image: the `dlopen` handle and the in-memory file it was loaded from.
 ///
@@ -197,22 +237,36 @@ impl HostImage {
             )
         };
         // SAFETY: the name is a valid C string; flags are valid.
-        let fd = unsafe { libc::memfd_create(c"rustomp-offload-image".as_ptr(), libc::MFD_CLOEXEC) };
+        let fd =
+            unsafe { libc::memfd_create(c"rustomp-offload-image".as_ptr(), libc::MFD_CLOEXEC) };
         if fd < 0 {
-            return Err(fail(format!("memfd_create: {}", std::io::Error::last_os_error())));
+            return Err(fail(format!(
+                "memfd_create: {}",
+                std::io::Error::last_os_error()
+            )));
         }
         let mut written = 0;
         while written < bytes.len() {
             // SAFETY: fd is open; the range lies inside `bytes`.
-            let n = unsafe { libc::write(fd, bytes[written..].as_ptr() as *const c_void, bytes.len() - written) };
+            let n = unsafe {
+                libc::write(
+                    fd,
+                    bytes[written..].as_ptr() as *const c_void,
+                    bytes.len() - written,
+                )
+            };
             if n <= 0 {
                 // SAFETY: fd is open.
                 unsafe { libc::close(fd) };
-                return Err(fail(format!("writing the image: {}", std::io::Error::last_os_error())));
+                return Err(fail(format!(
+                    "writing the image: {}",
+                    std::io::Error::last_os_error()
+                )));
             }
             written += n as usize;
         }
-        let path = CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a path we formatted");
+        let path =
+            CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a path we formatted");
         // SAFETY: a valid path; the loader validates the ELF itself and reports errors.
         let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if handle.is_null() {
@@ -221,16 +275,29 @@ impl HostImage {
             unsafe { libc::close(fd) };
             return Err(fail(why));
         }
-        let mut loaded = Self { handle, fd, path, device, indirect: None };
+        let mut loaded = Self {
+            handle,
+            fd,
+            path,
+            device,
+            indirect: None,
+        };
         if let Some(answer) = device_number::answer_for(device) {
             // SAFETY: the image was just loaded and none of its code runs yet; the answer has
             // omp_get_device_num's signature.
-            unsafe { got::rebind(handle, c"omp_get_device_num", answer) }
-                .map_err(|why| fail(format!("binding omp_get_device_num to device {device}: {why}")))?;
+            unsafe { got::rebind(handle, c"omp_get_device_num", answer) }.map_err(|why| {
+                fail(format!(
+                    "binding omp_get_device_num to device {device}: {why}"
+                ))
+            })?;
         }
         // SAFETY: as above.
-        loaded.indirect = unsafe { indirect::Binding::bind(handle) }
-            .map_err(|why| fail(format!("binding {} for device {device}: {why}", indirect::SYMBOL.to_string_lossy())))?;
+        loaded.indirect = unsafe { indirect::Binding::bind(handle) }.map_err(|why| {
+            fail(format!(
+                "binding {} for device {device}: {why}",
+                indirect::SYMBOL.to_string_lossy()
+            ))
+        })?;
         Ok(loaded)
     }
 }
@@ -261,8 +328,12 @@ impl HostImage {
                 RTLD_DL_SYMENT,
             )
         };
-        // SAFETY: when non-null, a symbol-table entry of the loaded object.
-        let size = if found != 0 && !entry.is_null() { unsafe { (*entry).st_size as usize } } else { 0 };
+        let size = if found != 0 && !entry.is_null() {
+            // SAFETY: non-null: a symbol-table entry of the loaded object.
+            unsafe { (*entry).st_size as usize }
+        } else {
+            0
+        };
         Some((address, size))
     }
 }
@@ -274,7 +345,8 @@ impl Drop for HostImage {
         // An object the loader keeps (marked NODELETE, e.g. for C++ unique symbols) still owns
         // the name: keep its file open so the name is never reused.
         // SAFETY: a valid path; RTLD_NOLOAD only looks the object up.
-        let still_loaded = unsafe { libc::dlopen(self.path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+        let still_loaded =
+            unsafe { libc::dlopen(self.path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
         if still_loaded.is_null() {
             // SAFETY: the fd is ours and the object loaded from it is gone.
             unsafe { libc::close(self.fd) };
@@ -291,10 +363,18 @@ impl LoadedImage for HostImage {
     }
 
     fn global(&self, name: &str) -> Result<Option<DeviceGlobal>> {
-        Ok(self.lookup(name).map(|(address, size)| DeviceGlobal { address: address.as_ptr(), size }))
+        Ok(self.lookup(name).map(|(address, size)| DeviceGlobal {
+            address: address.as_ptr(),
+            size,
+        }))
     }
 
-    unsafe fn launch(&self, kernel: KernelHandle, args: &[*mut c_void], _config: &LaunchConfig) -> Result<()> {
+    unsafe fn launch(
+        &self,
+        kernel: KernelHandle,
+        args: &[*mut c_void],
+        _config: &LaunchConfig,
+    ) -> Result<()> {
         // Host images ignore the launch environment; give them a valid, empty one.
         let mut launch_env = KernelLaunchEnvironment {
             reduction_cnt: 0,
@@ -315,7 +395,9 @@ impl LoadedImage for HostImage {
         for (slot, &arg) in values[1..].iter_mut().zip(args) {
             *slot = arg as u64;
         }
-        faults::inject(Op::Launch, self.device, || format!("kernel at {:p}", kernel.raw()))?;
+        faults::inject(Op::Launch, self.device, || {
+            format!("kernel at {:p}", kernel.raw())
+        })?;
         // SAFETY: the caller guarantees the kernel takes these values; `call` passes them per
         // the SysV calling convention.
         unsafe { call::call_with_u64_args(kernel.raw(), values) };

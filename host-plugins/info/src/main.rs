@@ -37,8 +37,12 @@ runtime reads: RUSTOMP_CUDA_DRIVER, RUSTOMP_HSA_RUNTIME, RUSTOMP_HOST_DEVICES.";
 /// The built-in plugins, constructed and ordered as the host library does.
 fn plugins() -> Vec<Box<dyn Plugin>> {
     vec![
-        Box::new(rustomp_cuda_plugin::CudaPlugin::new(rustomp_cuda_plugin::CudaDriver::new())),
-        Box::new(rustomp_amdgpu_plugin::AmdgpuPlugin::new(rustomp_amdgpu_plugin::AmdgpuDriver::new())),
+        Box::new(rustomp_cuda_plugin::CudaPlugin::new(
+            rustomp_cuda_plugin::CudaDriver::new(),
+        )),
+        Box::new(rustomp_amdgpu_plugin::AmdgpuPlugin::new(
+            rustomp_amdgpu_plugin::AmdgpuDriver::new(),
+        )),
         Box::new(rustomp_host_plugin::HostPlugin::new()),
     ]
 }
@@ -111,7 +115,9 @@ fn main() {
         let _ = writeln!(text, "Runtime library: {}", lib.display());
     }
     if std::env::var("OMP_TARGET_OFFLOAD").is_ok_and(|v| v.eq_ignore_ascii_case("disabled")) {
-        text.push_str("Note: OMP_TARGET_OFFLOAD=disabled is set: programs use none of these devices\n");
+        text.push_str(
+            "Note: OMP_TARGET_OFFLOAD=disabled is set: programs use none of these devices\n",
+        );
     }
     text.push_str(&report(&plugins()));
     // A reader that stopped early (`rustomp-info | head`) is not an error.
@@ -146,14 +152,23 @@ mod tests {
         fn is_compatible(&self, _image: &ImageInfo<'_>) -> bool {
             false
         }
-        fn open_device(&self, index: usize, _global: usize, _total: usize) -> Result<Box<dyn Device>> {
-            Err(OffloadError::new(ErrorKind::DeviceUnavailable, format!("fake device {index} is busy")))
+        fn open_device(
+            &self,
+            index: usize,
+            _global: usize,
+            _total: usize,
+        ) -> Result<Box<dyn Device>> {
+            Err(OffloadError::new(
+                ErrorKind::DeviceUnavailable,
+                format!("fake device {index} is busy"),
+            ))
         }
     }
 
     #[test]
     fn no_devices_prints_the_reason_and_open_failures_are_reported() {
-        let plugins: Vec<Box<dyn Plugin>> = vec![Box::new(Fake { devices: 0 }), Box::new(Fake { devices: 2 })];
+        let plugins: Vec<Box<dyn Plugin>> =
+            vec![Box::new(Fake { devices: 0 }), Box::new(Fake { devices: 2 })];
         let text = report(&plugins);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -175,7 +190,10 @@ mod tests {
         let plugins: Vec<Box<dyn Plugin>> = vec![Box::new(rustomp_host_plugin::HostPlugin::new())];
         let text = report(&plugins);
         let count = plugins[0].number_of_devices();
-        assert!(text.starts_with(&format!("Plugin host: {count} device")), "{text}");
+        assert!(
+            text.starts_with(&format!("Plugin host: {count} device")),
+            "{text}"
+        );
         assert_eq!(text.matches("\n    Kind  ").count(), count, "{text}");
     }
 }

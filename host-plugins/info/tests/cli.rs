@@ -13,13 +13,21 @@ struct Block {
 
 fn run(env: &[(&str, &str)]) -> (String, Vec<Block>) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rustomp-info"));
-    for var in ["RUSTOMP_HOST_DEVICES", "RUSTOMP_HOST_FAULTS", "OMP_TARGET_OFFLOAD"] {
+    for var in [
+        "RUSTOMP_HOST_DEVICES",
+        "RUSTOMP_HOST_FAULTS",
+        "OMP_TARGET_OFFLOAD",
+    ] {
         cmd.env_remove(var);
     }
     cmd.envs(env.iter().copied());
     let out = cmd.output().expect("rustomp-info runs");
     let text = String::from_utf8(out.stdout).expect("UTF-8 output");
-    assert!(out.status.success(), "rustomp-info failed: {:?}\n{text}", out.status);
+    assert!(
+        out.status.success(),
+        "rustomp-info failed: {:?}\n{text}",
+        out.status
+    );
     let mut blocks: Vec<Block> = Vec::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("Plugin ") {
@@ -30,7 +38,11 @@ fn run(env: &[(&str, &str)]) -> (String, Vec<Block>) {
                 let n = what.split_whitespace().next().and_then(|n| n.parse().ok());
                 Some(n.unwrap_or_else(|| panic!("bad device count in `{line}`")))
             };
-            blocks.push(Block { name: name.to_string(), devices, lines: Vec::new() });
+            blocks.push(Block {
+                name: name.to_string(),
+                devices,
+                lines: Vec::new(),
+            });
         } else if let Some(block) = blocks.last_mut() {
             block.lines.push(line.to_string());
         }
@@ -53,25 +65,52 @@ fn lists_host_devices_and_why_gpu_plugins_have_none() {
     for gpu in &blocks[..2] {
         assert_eq!(gpu.devices, None, "{text}");
         assert_eq!(gpu.lines.len(), 1, "{text}");
-        let reason = gpu.lines[0].strip_prefix("  Reason: ").unwrap_or_else(|| panic!("no reason line:\n{text}"));
-        assert!(reason.contains("/nonexistent/"), "the reason names the library: {reason}");
+        let reason = gpu.lines[0]
+            .strip_prefix("  Reason: ")
+            .unwrap_or_else(|| panic!("no reason line:\n{text}"));
+        assert!(
+            reason.contains("/nonexistent/"),
+            "the reason names the library: {reason}"
+        );
     }
     let host = &blocks[2];
     assert_eq!(host.devices, Some(4), "{text}");
-    let devices: Vec<&String> = host.lines.iter().filter(|l| l.starts_with("  Device ")).collect();
-    assert_eq!(devices, ["  Device 0", "  Device 1", "  Device 2", "  Device 3"], "{text}");
+    let devices: Vec<&String> = host
+        .lines
+        .iter()
+        .filter(|l| l.starts_with("  Device "))
+        .collect();
+    assert_eq!(
+        devices,
+        ["  Device 0", "  Device 1", "  Device 2", "  Device 3"],
+        "{text}"
+    );
     for label in ["Kind", "Triple", "CPUs", "Memory"] {
-        let with_label = host.lines.iter().filter(|l| l.trim_start().starts_with(&format!("{label} "))).count();
-        assert_eq!(with_label, 4, "each host device has a `{label}` line:\n{text}");
+        let with_label = host
+            .lines
+            .iter()
+            .filter(|l| l.trim_start().starts_with(&format!("{label} ")))
+            .count();
+        assert_eq!(
+            with_label, 4,
+            "each host device has a `{label}` line:\n{text}"
+        );
     }
-    let kinds = host.lines.iter().filter(|l| l.split_whitespace().collect::<Vec<_>>() == ["Kind", "CPU"]).count();
+    let kinds = host
+        .lines
+        .iter()
+        .filter(|l| l.split_whitespace().collect::<Vec<_>>() == ["Kind", "CPU"])
+        .count();
     assert_eq!(kinds, 4, "{text}");
 }
 
 #[test]
 fn host_device_count_follows_the_runtime_variable() {
     let (text, blocks) = run(&[("RUSTOMP_HOST_DEVICES", "2")]);
-    let host = blocks.iter().find(|b| b.name == "host").unwrap_or_else(|| panic!("no host block:\n{text}"));
+    let host = blocks
+        .iter()
+        .find(|b| b.name == "host")
+        .unwrap_or_else(|| panic!("no host block:\n{text}"));
     assert_eq!(host.devices, Some(2), "{text}");
 }
 
@@ -82,8 +121,18 @@ fn every_plugin_has_devices_or_a_reason() {
     assert_eq!(names(&blocks), ["cuda", "amdgpu", "host"], "{text}");
     for b in &blocks {
         match b.devices {
-            None => assert!(b.lines.first().is_some_and(|l| l.starts_with("  Reason: ")), "{text}"),
-            Some(n) => assert_eq!(b.lines.iter().filter(|l| l.starts_with("  Device ")).count(), n, "{text}"),
+            None => assert!(
+                b.lines.first().is_some_and(|l| l.starts_with("  Reason: ")),
+                "{text}"
+            ),
+            Some(n) => assert_eq!(
+                b.lines
+                    .iter()
+                    .filter(|l| l.starts_with("  Device "))
+                    .count(),
+                n,
+                "{text}"
+            ),
         }
     }
 }

@@ -161,4 +161,3 @@ impl Settings {
         SETTINGS.get_or_init(Settings::from_env)
     }
 }
-

@@ -53,7 +53,11 @@ pub unsafe fn serve(port: *mut HostCallPort) -> bool {
         // SAFETY: guaranteed by the caller (the program passed a host function).
         // The address crossed the device as an integer: take back the provenance the program
         // exposed when it passed the function's address.
-        let f: HostFunction = unsafe { core::mem::transmute::<*const (), HostFunction>(core::ptr::with_exposed_provenance(function as usize)) };
+        let f: HostFunction = unsafe {
+            core::mem::transmute::<*const (), HostFunction>(core::ptr::with_exposed_provenance(
+                function as usize,
+            ))
+        };
         // SAFETY: as above.
         unsafe { f(data.as_mut_ptr() as *mut c_void) }
     };
@@ -112,7 +116,10 @@ mod tests {
         for _ in 0..Backoff::SPINS {
             backoff.wait(false);
         }
-        assert!(start.elapsed() < std::time::Duration::from_millis(500), "spinning does not sleep");
+        assert!(
+            start.elapsed() < std::time::Duration::from_millis(500),
+            "spinning does not sleep"
+        );
         for _ in 0..20 {
             backoff.wait(false);
         }
@@ -147,8 +154,11 @@ mod tests {
         }
         // SAFETY: as above, with a request for `add_pair`.
         assert!(unsafe { serve(p) });
-        // SAFETY: `serve` returned.
-        assert_eq!(unsafe { ((*p).state, (*p).result) }, (host_call_state::DONE, 42));
+        assert_eq!(
+            // SAFETY: `serve` returned.
+            unsafe { ((*p).state, (*p).result) },
+            (host_call_state::DONE, 42)
+        );
         // SAFETY: as above.
         assert!(!unsafe { serve(p) }, "served once");
     }

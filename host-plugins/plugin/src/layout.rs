@@ -209,7 +209,10 @@ mod tests {
         assert!(IndirectTable::default().bytes().is_empty());
         // Present keys give the device address; any other key comes back as it was.
         assert_eq!([10, 20, 30].map(|h| sorted.translate(h)), [1, 2, 3]);
-        assert_eq!([0, 15, 31, u64::MAX].map(|h| sorted.translate(h)), [0, 15, 31, u64::MAX]);
+        assert_eq!(
+            [0, 15, 31, u64::MAX].map(|h| sorted.translate(h)),
+            [0, 15, 31, u64::MAX]
+        );
         assert_eq!(IndirectTable::default().translate(10), 10);
     }
 }

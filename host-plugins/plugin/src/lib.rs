@@ -64,12 +64,18 @@ impl OffloadError {
 
     /// The same error with `what` in front of its message ("device 0 (cuda plugin): ...").
     pub fn context(self, what: impl fmt::Display) -> Self {
-        Self { kind: self.kind, message: format!("{what}: {}", self.message) }
+        Self {
+            kind: self.kind,
+            message: format!("{what}: {}", self.message),
+        }
     }
 
     /// The same error with another kind.
     pub fn with_kind(self, kind: ErrorKind) -> Self {
-        Self { kind, message: self.message }
+        Self {
+            kind,
+            message: self.message,
+        }
     }
 }
 

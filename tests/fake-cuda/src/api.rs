@@ -4,7 +4,10 @@
 //! Each is called as `cuda.h` declares it: out-pointers valid for writes, handles this driver
 //! made, memory ranges inside its allocations.
 #![allow(non_snake_case, reason = "the driver's own entry point names")]
-#![allow(clippy::missing_safety_doc, reason = "every entry point's contract is cuda.h's, stated once above")]
+#![allow(
+    clippy::missing_safety_doc,
+    reason = "every entry point's contract is cuda.h's, stated once above"
+)]
 
 use super::*;
 
@@ -36,19 +39,23 @@ pub unsafe extern "C" fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> CUre
 
 /// An H200's answers (132 SMs, compute capability 9.0).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetAttribute(value: *mut c_int, attribute: c_int, _device: c_int) -> CUresult {
+pub unsafe extern "C" fn cuDeviceGetAttribute(
+    value: *mut c_int,
+    attribute: c_int,
+    _device: c_int,
+) -> CUresult {
     let answer = match attribute {
-        1 | 2 => 1024,         // MAX_THREADS_PER_BLOCK, MAX_BLOCK_DIM_X
-        5 => i32::MAX,         // MAX_GRID_DIM_X
-        8 => 48 << 10,         // MAX_SHARED_MEMORY_PER_BLOCK
-        10 => 32,              // WARP_SIZE
-        13 => 1_980_000,       // CLOCK_RATE (kHz)
-        16 => 132,             // MULTIPROCESSOR_COUNT
-        39 => 2048,            // MAX_THREADS_PER_MULTIPROCESSOR
-        75 => 9,               // COMPUTE_CAPABILITY_MAJOR
-        76 => 0,               // COMPUTE_CAPABILITY_MINOR
-        83 => 1,               // MANAGED_MEMORY
-        97 => 227 << 10,       // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        1 | 2 => 1024,   // MAX_THREADS_PER_BLOCK, MAX_BLOCK_DIM_X
+        5 => i32::MAX,   // MAX_GRID_DIM_X
+        8 => 48 << 10,   // MAX_SHARED_MEMORY_PER_BLOCK
+        10 => 32,        // WARP_SIZE
+        13 => 1_980_000, // CLOCK_RATE (kHz)
+        16 => 132,       // MULTIPROCESSOR_COUNT
+        39 => 2048,      // MAX_THREADS_PER_MULTIPROCESSOR
+        75 => 9,         // COMPUTE_CAPABILITY_MAJOR
+        76 => 0,         // COMPUTE_CAPABILITY_MINOR
+        83 => 1,         // MANAGED_MEMORY
+        97 => 227 << 10, // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
         _ => 0,
     };
     // SAFETY: as above.
@@ -56,7 +63,11 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(value: *mut c_int, attribute: c_in
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, length: c_int, _device: c_int) -> CUresult {
+pub unsafe extern "C" fn cuDeviceGetName(
+    name: *mut c_char,
+    length: c_int,
+    _device: c_int,
+) -> CUresult {
     let text = c"rustomp fake CUDA driver (sm_90, no kernels run)".to_bytes_with_nul();
     if name.is_null() || (length as usize) < text.len() {
         return INVALID_VALUE;
@@ -111,7 +122,10 @@ pub unsafe extern "C" fn cuGetErrorString(code: CUresult, out: *mut *const c_cha
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(context: *mut *mut c_void, _device: c_int) -> CUresult {
+pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(
+    context: *mut *mut c_void,
+    _device: c_int,
+) -> CUresult {
     // SAFETY: as above.
     unsafe { put(context, CONTEXT as *mut c_void) }
 }
@@ -122,7 +136,11 @@ pub extern "C" fn cuDevicePrimaryCtxRelease_v2(_device: c_int) -> CUresult {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(_device: c_int, flags: *mut c_uint, active: *mut c_int) -> CUresult {
+pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(
+    _device: c_int,
+    flags: *mut c_uint,
+    active: *mut c_int,
+) -> CUresult {
     // SAFETY: as above.
     unsafe {
         put(flags, 0);
@@ -210,27 +228,46 @@ pub unsafe extern "C" fn cuMemFreeHost(address: *mut c_void) -> CUresult {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemAllocManaged(address: *mut u64, bytes: usize, _flags: c_uint) -> CUresult {
+pub unsafe extern "C" fn cuMemAllocManaged(
+    address: *mut u64,
+    bytes: usize,
+    _flags: c_uint,
+) -> CUresult {
     // SAFETY: as in cuMemAlloc_v2.
     unsafe { cuMemAlloc_v2(address, bytes) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(dst: u64, src: *const c_void, bytes: usize, _s: *mut c_void) -> CUresult {
+pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
+    dst: u64,
+    src: *const c_void,
+    bytes: usize,
+    _s: *mut c_void,
+) -> CUresult {
     // SAFETY: "device" memory is host memory; the plugin passes valid ranges.
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
     SUCCESS
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(dst: *mut c_void, src: u64, bytes: usize, _s: *mut c_void) -> CUresult {
+pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
+    dst: *mut c_void,
+    src: u64,
+    bytes: usize,
+    _s: *mut c_void,
+) -> CUresult {
     // SAFETY: as above.
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
     SUCCESS
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2(dst: u64, src: u64, bytes: usize, _s: *mut c_void) -> CUresult {
+pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2(
+    dst: u64,
+    src: u64,
+    bytes: usize,
+    _s: *mut c_void,
+) -> CUresult {
     // SAFETY: as above.
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
     SUCCESS
@@ -274,8 +311,14 @@ pub extern "C" fn cuModuleUnload(module: *mut c_void) -> CUresult {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuModuleGetFunction(function: *mut *mut c_void, module: *mut c_void, name: *const c_char) -> CUresult {
-    let Some(name) = name_of(name) else { return INVALID_VALUE };
+pub unsafe extern "C" fn cuModuleGetFunction(
+    function: *mut *mut c_void,
+    module: *mut c_void,
+    name: *const c_char,
+) -> CUresult {
+    let Some(name) = name_of(name) else {
+        return INVALID_VALUE;
+    };
     let found = with(|s| {
         let m = s.modules.get(&(module as usize)).ok_or(INVALID_HANDLE)?;
         m.kernels.get(&name).copied().ok_or(NOT_FOUND)
@@ -296,7 +339,9 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
     module: *mut c_void,
     name: *const c_char,
 ) -> CUresult {
-    let Some(name) = name_of(name) else { return INVALID_VALUE };
+    let Some(name) = name_of(name) else {
+        return INVALID_VALUE;
+    };
     let found = with(|s| {
         let m = s.modules.get(&(module as usize)).ok_or(INVALID_HANDLE)?;
         if m.kernels.contains_key(&name) {
@@ -322,11 +367,20 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
 }
 
 fn parameters_of(function: *mut c_void) -> Result<Option<KernelParameters>, CUresult> {
-    with(|s| s.functions.get(&(function as usize)).map(|f| f.parameters).ok_or(INVALID_HANDLE))
+    with(|s| {
+        s.functions
+            .get(&(function as usize))
+            .map(|f| f.parameters)
+            .ok_or(INVALID_HANDLE)
+    })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuFuncGetAttribute(value: *mut c_int, attribute: c_int, function: *mut c_void) -> CUresult {
+pub unsafe extern "C" fn cuFuncGetAttribute(
+    value: *mut c_int,
+    attribute: c_int,
+    function: *mut c_void,
+) -> CUresult {
     if let Err(code) = parameters_of(function) {
         return code;
     }
@@ -340,7 +394,11 @@ pub unsafe extern "C" fn cuFuncGetAttribute(value: *mut c_int, attribute: c_int,
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn cuFuncSetAttribute(function: *mut c_void, _attribute: c_int, _value: c_int) -> CUresult {
+pub extern "C" fn cuFuncSetAttribute(
+    function: *mut c_void,
+    _attribute: c_int,
+    _value: c_int,
+) -> CUresult {
     parameters_of(function).map_or_else(|code| code, |_| SUCCESS)
 }
 
@@ -355,7 +413,12 @@ pub unsafe extern "C" fn cuFuncGetParamCount(function: *mut c_void, count: *mut 
 
 /// Parameter `index`: 8 bytes each, back to back (clang-22's OpenMP kernels).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuFuncGetParamInfo(function: *mut c_void, index: usize, offset: *mut usize, size: *mut usize) -> CUresult {
+pub unsafe extern "C" fn cuFuncGetParamInfo(
+    function: *mut c_void,
+    index: usize,
+    offset: *mut usize,
+    size: *mut usize,
+) -> CUresult {
     let count = match parameters_of(function) {
         Ok(p) => p.map_or(0, |p| p.count),
         Err(code) => return code,

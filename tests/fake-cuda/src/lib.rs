@@ -130,13 +130,19 @@ fn load(bytes: &[u8], state: &mut State) -> Option<Module> {
     let sections = header.sections(LE, bytes).ok()?;
     let symbols = sections.symbols(LE, bytes, object::elf::SHT_SYMTAB).ok()?;
     let declared = kernel_parameters(bytes, &ImageKind::Cubin { sm: 90 });
-    let mut module = Module { variables: HashMap::new(), kernels: HashMap::new(), memory: Vec::new() };
+    let mut module = Module {
+        variables: HashMap::new(),
+        kernels: HashMap::new(),
+        memory: Vec::new(),
+    };
     // Every symbol's address (functions: their handle), by symbol index, for relocations.
     let mut addresses: HashMap<usize, u64> = HashMap::new();
     // Variables by section: (start, size, memory index), for relocations.
     let mut placed: HashMap<usize, Vec<(u64, usize, usize)>> = HashMap::new();
     for (index, symbol) in symbols.iter().enumerate() {
-        let Ok(name) = symbols.symbol_name(LE, symbol) else { continue };
+        let Ok(name) = symbols.symbol_name(LE, symbol) else {
+            continue;
+        };
         let name = String::from_utf8_lossy(name).into_owned();
         // Undefined symbols (`free`, `vprintf`, the reserved shared-memory markers) are the
         // driver's own.
@@ -149,7 +155,12 @@ fn load(bytes: &[u8], state: &mut State) -> Option<Module> {
                 let handle = FIRST_FUNCTION + 0x100 * state.next_handle;
                 addresses.insert(index, handle as u64);
                 if symbol.st_other().0 & STO_CUDA_ENTRY != 0 {
-                    state.functions.insert(handle, Function { parameters: declared.get(&name).copied() });
+                    state.functions.insert(
+                        handle,
+                        Function {
+                            parameters: declared.get(&name).copied(),
+                        },
+                    );
                     module.kernels.insert(name, handle);
                 }
             }
@@ -165,13 +176,20 @@ fn load(bytes: &[u8], state: &mut State) -> Option<Module> {
                         let initial = data.get(start..start + size)?;
                         // SAFETY: `memory` holds at least `size` bytes.
                         unsafe {
-                            std::ptr::copy_nonoverlapping(initial.as_ptr(), memory.as_mut_ptr() as *mut u8, size)
+                            std::ptr::copy_nonoverlapping(
+                                initial.as_ptr(),
+                                memory.as_mut_ptr() as *mut u8,
+                                size,
+                            )
                         };
                     }
                 }
                 let address = memory.as_ptr() as u64;
                 addresses.insert(index, address);
-                placed.entry(section_index).or_default().push((value, size, module.memory.len()));
+                placed
+                    .entry(section_index)
+                    .or_default()
+                    .push((value, size, module.memory.len()));
                 module.memory.push(memory);
                 module.variables.insert(name, (address, size));
             }
@@ -180,8 +198,12 @@ fn load(bytes: &[u8], state: &mut State) -> Option<Module> {
     }
     for section in sections.iter().filter(|s| s.sh_type(LE) == SHT_RELA) {
         let target = section.sh_info(LE) as usize;
-        let Some(variables) = placed.get(&target) else { continue };
-        let Ok(relocations) = section.data_as_array::<object::elf::Rela64<LE>, _>(LE, bytes) else { continue };
+        let Some(variables) = placed.get(&target) else {
+            continue;
+        };
+        let Ok(relocations) = section.data_as_array::<object::elf::Rela64<LE>, _>(LE, bytes) else {
+            continue;
+        };
         for relocation in relocations {
             let kind = relocation.r_type(LE, false).0;
             if kind != R_CUDA_64 && kind != R_CUDA_G64 {
@@ -189,10 +211,13 @@ fn load(bytes: &[u8], state: &mut State) -> Option<Module> {
             }
             let offset = relocation.r_offset(LE);
             let symbol = relocation.r_sym(LE, false) as usize;
-            let Some(&address) = addresses.get(&symbol) else { continue };
+            let Some(&address) = addresses.get(&symbol) else {
+                continue;
+            };
             let value = address.wrapping_add(relocation.r_addend(LE) as u64);
-            let Some(&(start, _, memory)) =
-                variables.iter().find(|&&(start, size, _)| offset >= start && offset + 8 <= start + size as u64)
+            let Some(&(start, _, memory)) = variables
+                .iter()
+                .find(|&&(start, size, _)| offset >= start && offset + 8 <= start + size as u64)
             else {
                 continue;
             };
@@ -206,8 +231,12 @@ fn load(bytes: &[u8], state: &mut State) -> Option<Module> {
 }
 
 fn name_of(name: *const c_char) -> Option<String> {
-    // SAFETY: the plugin passes NUL-terminated names.
-    (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
+    (!name.is_null()).then(|| {
+        // SAFETY: the plugin passes NUL-terminated names.
+        unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned()
+    })
 }
 
 pub mod api;

@@ -1,7 +1,9 @@
 //! The GPU-only faults a machine without a GPU can still see: the suite against
 //! `tests/fake-cuda`, a stand-in `libcuda.so.1`.
 
-use crate::test::programs::{parse_header, run_program, sources, stem, Header, Outcome, JOBS, TIMEOUT};
+use crate::test::programs::{
+    parse_header, run_program, sources, stem, Header, Outcome, JOBS, TIMEOUT,
+};
 use crate::util::{self, at, Result};
 use std::path::Path;
 use std::process::Command;
@@ -37,7 +39,12 @@ pub fn against_fake_driver(dir: &Path, arch: &str) -> Result<bool> {
     let fake = at("target/debug/librustomp_fake_cuda.so");
     let programs: Vec<(String, Header)> = sources(&at("tests/programs"))
         .iter()
-        .map(|src| (stem(src), parse_header(&std::fs::read_to_string(src).unwrap_or_default())))
+        .map(|src| {
+            (
+                stem(src),
+                parse_header(&std::fs::read_to_string(src).unwrap_or_default()),
+            )
+        })
         .filter(|(name, header)| header.host_only.is_none() && dir.join("bin").join(name).exists())
         .collect();
     let logs = dir.join("fake-driver-logs");
@@ -45,7 +52,10 @@ pub fn against_fake_driver(dir: &Path, arch: &str) -> Result<bool> {
     let outcomes = util::parallel(&programs, JOBS, |(name, header)| {
         let mut env = header.env.clone();
         env.push(("RUSTOMP_CUDA_DRIVER".into(), fake.display().to_string()));
-        env.push(("LD_LIBRARY_PATH".into(), dir.join("lib").display().to_string()));
+        env.push((
+            "LD_LIBRARY_PATH".into(),
+            dir.join("lib").display().to_string(),
+        ));
         // Each launch's line, to count them.
         env.push(("LIBOMPTARGET_INFO".into(), "0x10".into()));
         let log = logs.join(format!("{name}.log"));
@@ -89,7 +99,11 @@ pub fn against_fake_driver(dir: &Path, arch: &str) -> Result<bool> {
 /// naming the missing driver; under the default policy run on the host.
 pub(super) fn check_without_driver(dir: &Path, arch: &str) -> bool {
     // What the plugin's reason says when its driver is missing.
-    let missing = if arch.starts_with("gfx") { "HSA" } else { "no CUDA driver" };
+    let missing = if arch.starts_with("gfx") {
+        "HSA"
+    } else {
+        "no CUDA driver"
+    };
     let run = |program: &str, policy: &str| {
         Command::new(dir.join("bin").join(program))
             .env("OMP_TARGET_OFFLOAD", policy)

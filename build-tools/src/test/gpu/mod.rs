@@ -15,15 +15,18 @@
 
 mod fake_driver;
 
-use fake_driver::check_without_driver;
-use fake_driver::against_fake_driver;
-use super::programs::{compile_source, known_failures, link_undefined, parse_header, sources, stem, Header, Scope, JOBS};
+use super::programs::{
+    compile_source, known_failures, link_undefined, parse_header, sources, stem, Header, Scope,
+    JOBS,
+};
 use crate::cc::Runtime;
-use crate::paths::LLVM_LIB;
 use crate::devicertl;
-use crate::paths::dist_lib;
 use crate::host;
+use crate::paths::dist_lib;
+use crate::paths::LLVM_LIB;
 use crate::util::{self, at, Result};
+use fake_driver::against_fake_driver;
+use fake_driver::check_without_driver;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -34,7 +37,10 @@ const DEFAULT_ARCH: &str = "sm_90";
 
 /// The suite's `--offload-arch`: `RUSTOMP_GPU_ARCH`, else sm_90.
 fn arch() -> String {
-    std::env::var("RUSTOMP_GPU_ARCH").ok().filter(|a| !a.trim().is_empty()).unwrap_or_else(|| DEFAULT_ARCH.into())
+    std::env::var("RUSTOMP_GPU_ARCH")
+        .ok()
+        .filter(|a| !a.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_ARCH.into())
 }
 
 /// Whether `arch` is an AMD GPU (`gfx*`), else NVIDIA.
@@ -138,7 +144,11 @@ pub fn without_gpu() -> Result<bool> {
     let dir = at(SUITE_DIR);
     let (compiled, total) = compile_suite(&dir)?;
     if compiled < total {
-        println!("gpu suite: {} program(s) did not compile for {} (see above)", total - compiled, arch());
+        println!(
+            "gpu suite: {} program(s) did not compile for {} (see above)",
+            total - compiled,
+            arch()
+        );
     }
     Ok(against_fake_driver(&dir, &arch())? && compiled == total)
 }
@@ -160,7 +170,12 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
     // Binaries of programs that are gone (renamed, removed) go too.
     let current: Vec<String> = programs.iter().map(|p| stem(p)).collect();
     for entry in std::fs::read_dir(&bin)?.flatten() {
-        let name = entry.file_name().to_string_lossy().trim_start_matches('.').trim_end_matches(".key").to_string();
+        let name = entry
+            .file_name()
+            .to_string_lossy()
+            .trim_start_matches('.')
+            .trim_end_matches(".key")
+            .to_string();
         if !current.contains(&name) {
             std::fs::remove_file(entry.path())?;
         }
@@ -171,14 +186,19 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
         programs.len(),
         arch()
     );
-    let results = util::parallel(&programs, JOBS, |src| compile_one(src, &bin, &logs, runtime));
+    let results = util::parallel(&programs, JOBS, |src| {
+        compile_one(src, &bin, &logs, runtime)
+    });
 
     let known = known_failures(&at("tests/programs/KNOWN_FAILURES"), Scope::Gpu);
     let mut manifest = String::new();
     for src in &programs {
         let header = parse_header(&std::fs::read_to_string(src).unwrap_or_default());
         let name = src.file_name().unwrap_or_default().to_string_lossy();
-        let known = known.iter().find(|(k, _)| *k == name).map(|(_, why)| why.as_str());
+        let known = known
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, why)| why.as_str());
         manifest.push_str(&manifest_line(&name, &header, known));
     }
     util::write(&dir.join("tests.tsv"), manifest)?;
@@ -248,14 +268,22 @@ fn manifest_line(name: &str, header: &Header, known: Option<&str>) -> String {
 
 /// The run script for `arch`.
 fn run_script(arch: &str) -> String {
-    let check = if is_amd(arch) { AMD_CHECK } else { NVIDIA_CHECK };
-    RUN_SH.replace("@ARCH@", arch).replace("@DRIVER_CHECK@", check)
+    let check = if is_amd(arch) {
+        AMD_CHECK
+    } else {
+        NVIDIA_CHECK
+    };
+    RUN_SH
+        .replace("@ARCH@", arch)
+        .replace("@DRIVER_CHECK@", check)
 }
 
 /// FNV-1a over `bytes`, continuing from `hash`: a stable fingerprint (the same on every run and
 /// toolchain, unlike std's hasher) for the suite's compile cache.
 fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
-    bytes.iter().fold(hash, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(hash, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -273,7 +301,11 @@ fn runtime_fingerprint() -> u64 {
     ] {
         hash = fnv1a(hash, &std::fs::read(&file).unwrap_or_default());
     }
-    let clang = Command::new("clang-22").arg("--version").output().map(|o| o.stdout).unwrap_or_default();
+    let clang = Command::new("clang-22")
+        .arg("--version")
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
     fnv1a(hash, &clang)
 }
 
@@ -295,14 +327,20 @@ fn compile_one(src: &Path, bin: &Path, logs: &Path, runtime: u64) -> Compiled {
     // Unchanged sources, flags and runtime: the binary from before is this one.
     // Paths relative to the checkout: a clone elsewhere with the same `target/` reuses them.
     let root = at(".").display().to_string();
-    let mut key = fnv1a(runtime, args.join("\n").replace(&root, "<checkout>").as_bytes());
+    let mut key = fnv1a(
+        runtime,
+        args.join("\n").replace(&root, "<checkout>").as_bytes(),
+    );
     for file in header.source_args(src) {
         key = fnv1a(key, &std::fs::read(&file).unwrap_or_default());
     }
     let key_file = bin.join(format!(".{}.key", stem(src)));
     let key = format!("{key:016x}");
     if exe.exists() && std::fs::read_to_string(&key_file).is_ok_and(|k| k == key) {
-        return Compiled { name, failure: None };
+        return Compiled {
+            name,
+            failure: None,
+        };
     }
     let _ = std::fs::remove_file(&key_file);
     let failure = compile_source(src, Runtime::Ours, &args, &log)
@@ -415,19 +453,31 @@ mod tests {
             let script = run_script(arch);
             assert!(script.starts_with("#!/usr/bin/env bash\n"));
             assert!(script.contains("OMP_TARGET_OFFLOAD=mandatory"));
-            assert!(!script.contains("@ARCH@") && !script.contains("@DRIVER_CHECK@"), "every placeholder filled for {arch}");
+            assert!(
+                !script.contains("@ARCH@") && !script.contains("@DRIVER_CHECK@"),
+                "every placeholder filled for {arch}"
+            );
         }
-        assert!(run_script("sm_90").contains("GPU suite: skipped (no NVIDIA driver: libcuda.so.1 not found)"));
+        assert!(run_script("sm_90")
+            .contains("GPU suite: skipped (no NVIDIA driver: libcuda.so.1 not found)"));
         assert!(run_script("sm_90").contains("grep -q 'libcuda\\.so\\.1'"));
-        assert!(run_script("gfx90a").contains("GPU suite: skipped (no AMD GPU driver: /dev/kfd not found)"));
+        assert!(run_script("gfx90a")
+            .contains("GPU suite: skipped (no AMD GPU driver: /dev/kfd not found)"));
     }
 
     #[test]
     fn manifest_lines_carry_expectation_host_only_and_known_failures() {
-        let header = parse_header("// EXPECT: fail\n// ENV: A=1\n// HOST-ONLY: faults\tof the CPU plugin\n");
-        assert_eq!(manifest_line("x.c", &header, None), "x.c\tfail\tfaults of the CPU plugin\t-\tA=1\n");
+        let header =
+            parse_header("// EXPECT: fail\n// ENV: A=1\n// HOST-ONLY: faults\tof the CPU plugin\n");
+        assert_eq!(
+            manifest_line("x.c", &header, None),
+            "x.c\tfail\tfaults of the CPU plugin\t-\tA=1\n"
+        );
         let header = parse_header("// plain\n");
-        assert_eq!(manifest_line("y.c", &header, Some("clang's fault")), "y.c\tpass\t-\tclang's fault\t\n");
+        assert_eq!(
+            manifest_line("y.c", &header, Some("clang's fault")),
+            "y.c\tpass\t-\tclang's fault\t\n"
+        );
     }
 
     /// The run script itself, on a suite of shell scripts standing in for programs: several at a
@@ -450,7 +500,10 @@ mod tests {
             ("bad", "exit 3"),
             ("expected", "exit 1"),
             ("known", "exit 1"),
-            ("llvm_differs", "case \"$LD_PRELOAD\" in *libomptarget*) exit 5 ;; esac; exit 0"),
+            (
+                "llvm_differs",
+                "case \"$LD_PRELOAD\" in *libomptarget*) exit 5 ;; esac; exit 0",
+            ),
             ("fault", "exit 0"),
         ];
         for (name, body) in programs {
@@ -473,24 +526,55 @@ mod tests {
         let elapsed = start.elapsed();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(!out.status.success(), "one program failed: {stdout}");
-        assert!(stdout.contains("4 passed, 1 failed, 1 known failures, 1 host-only skipped"), "{stdout}");
+        assert!(
+            stdout.contains("4 passed, 1 failed, 1 known failures, 1 host-only skipped"),
+            "{stdout}"
+        );
         assert!(stdout.contains("failing (logs in"), "{stdout}");
-        assert!(elapsed < std::time::Duration::from_millis(3500), "two 1 s programs x 2 runtimes ran 4 at a time: {elapsed:?}");
+        assert!(
+            elapsed < std::time::Duration::from_millis(3500),
+            "two 1 s programs x 2 runtimes ran 4 at a time: {elapsed:?}"
+        );
         let results = std::fs::read_to_string(dir.join("results.tsv")).unwrap();
         let row = |name: &str| -> Vec<String> {
-            results.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no row {name}: {results}")).split('\t').map(str::to_string).collect()
+            results
+                .lines()
+                .find(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("no row {name}: {results}"))
+                .split('\t')
+                .map(str::to_string)
+                .collect()
         };
         assert_eq!(row("ok.c")[1], "ok");
-        assert!(row("slow.c")[2].parse::<u64>().unwrap() >= 1000, "milliseconds: {:?}", row("slow.c"));
+        assert!(
+            row("slow.c")[2].parse::<u64>().unwrap() >= 1000,
+            "milliseconds: {:?}",
+            row("slow.c")
+        );
         assert_eq!(row("bad.c")[1], "FAIL (exit 3)");
         assert_eq!(row("expected.c")[1], "ok (exit 1, expected)");
         assert_eq!(row("known.c")[1], "known: FAIL (exit 1)");
-        assert_eq!((row("llvm_differs.c")[1].as_str(), row("llvm_differs.c")[3].as_str()), ("ok", "FAIL (exit 5)"));
+        assert_eq!(
+            (
+                row("llvm_differs.c")[1].as_str(),
+                row("llvm_differs.c")[3].as_str()
+            ),
+            ("ok", "FAIL (exit 5)")
+        );
         assert_eq!(row("fault.c")[1], "skipped");
         // Without LLVM's library (or with --no-llvm) the column says so.
-        let out = Command::new(&script).args(["--no-llvm", "ok"]).env("LD_LIBRARY_PATH", dir.join("driver")).output().unwrap();
+        let out = Command::new(&script)
+            .args(["--no-llvm", "ok"])
+            .env("LD_LIBRARY_PATH", dir.join("driver"))
+            .output()
+            .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success() && stdout.contains("LLVM's library (not found)") && stdout.contains("1 passed, 0 failed"), "{stdout}");
+        assert!(
+            out.status.success()
+                && stdout.contains("LLVM's library (not found)")
+                && stdout.contains("1 passed, 0 failed"),
+            "{stdout}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

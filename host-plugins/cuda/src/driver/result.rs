@@ -502,7 +502,9 @@ pub unsafe fn function_parameters(
         Some(count_of) => {
             let mut count = 0usize;
             // SAFETY: a live function (caller); a live out-pointer.
-            check(api, "cuFuncGetParamCount", unsafe { count_of(function, &mut count) })?;
+            check(api, "cuFuncGetParamCount", unsafe {
+                count_of(function, &mut count)
+            })?;
             count
         }
         // Without the count: ask for parameters until the driver says there is no such one.

@@ -12,7 +12,13 @@ use std::ffi::c_void;
 ///
 /// # Safety
 /// `src` is readable and `dst` writable for `len` bytes, each in the memory of its device.
-pub(super) unsafe fn copy(dst: *mut c_void, src: *const c_void, len: usize, dst_dev: i32, src_dev: i32) -> i32 {
+pub(super) unsafe fn copy(
+    dst: *mut c_void,
+    src: *const c_void,
+    len: usize,
+    dst_dev: i32,
+    src_dev: i32,
+) -> i32 {
     if len == 0 {
         return 0;
     }
@@ -95,7 +101,6 @@ exports! {
         }
     }
 }
-
 
 exports! {
     /// The copy runs as a task ordered by the depend objects (see `tasks`); `taskwait` completes it.
@@ -192,7 +197,11 @@ impl RectCopy<'_> {
         for i in 0..self.volume[d] {
             // SAFETY: as above.
             let rc = unsafe {
-                self.copy_dimension(d + 1, dst + (dst_offset + i) * dst_stride, src + (src_offset + i) * src_stride)
+                self.copy_dimension(
+                    d + 1,
+                    dst + (dst_offset + i) * dst_stride,
+                    src + (src_offset + i) * src_stride,
+                )
             };
             if rc != 0 {
                 return rc;

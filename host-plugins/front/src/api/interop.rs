@@ -52,7 +52,13 @@ exports! {
 ///
 /// # Safety
 /// `interop` is null or the interop variable's address; `deps` holds `ndeps` dependences.
-pub(super) unsafe fn wait_then_clear(ident: *mut c_void, gtid: i32, interop: *mut *mut c_void, ndeps: i32, deps: *mut c_void) {
+pub(super) unsafe fn wait_then_clear(
+    ident: *mut c_void,
+    gtid: i32,
+    interop: *mut *mut c_void,
+    ndeps: i32,
+    deps: *mut c_void,
+) {
     wait_for_dependences(ident, gtid, ndeps, deps);
     if !interop.is_null() {
         // SAFETY: guaranteed by the caller.

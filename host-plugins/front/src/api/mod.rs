@@ -12,7 +12,6 @@ pub(crate) mod host_call;
 pub(crate) mod interop;
 pub(crate) mod memory;
 
-
 use crate::diag;
 use crate::runtime::{runtime, DeviceState};
 use std::sync::Arc;

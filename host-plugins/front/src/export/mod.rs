@@ -33,7 +33,10 @@ pub(crate) fn guard<T>(what: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
             if what.starts_with("__tgt_target") && offloading_is_mandatory() {
                 // The construct failed: under `mandatory` that ends the program, as any other
                 // failure of a target construct (clang's code would run the host version).
-                crate::diag::fatal(1, "failure of target construct while offloading is mandatory");
+                crate::diag::fatal(
+                    1,
+                    "failure of target construct while offloading is mandatory",
+                );
             }
             on_panic
         }

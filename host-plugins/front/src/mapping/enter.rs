@@ -1,6 +1,10 @@
 //! Entering: `target data`, `target enter data`, and the map part of a `target` construct.
 
-use super::items::{FB_NULLIFY, MapItem, POINTER_SIZE, Step, alignment_padding, dynamic_refs, entry_name, expand, info_to_device, is_partial_struct, item_size, maps_memory, not_mapped, pointer_item, present_missing, zero_copy};
+use super::items::{
+    alignment_padding, dynamic_refs, entry_name, expand, info_to_device, is_partial_struct,
+    item_size, maps_memory, not_mapped, pointer_item, present_missing, zero_copy, MapItem, Step,
+    FB_NULLIFY, POINTER_SIZE,
+};
 use super::phase::{Phase, Transfer, Undo};
 use super::table::{Lookup, MapEntry, MappingTable, ShadowPointer};
 use crate::diag::{self, debug, info};
@@ -25,7 +29,9 @@ impl Entering {
         self.created.iter().any(|&(begin, _)| begin == key)
     }
     pub(super) fn created_covers(&self, address: usize) -> bool {
-        self.created.iter().any(|&(begin, end)| begin <= address && address < end)
+        self.created
+            .iter()
+            .any(|&(begin, end)| begin <= address && address < end)
     }
 }
 
@@ -84,7 +90,11 @@ pub(super) fn map_one(
             }
             let device_address = entry.device_address(begin);
             if diag::info_enabled(diag::infotype::MAPPING_EXISTS) {
-                let action = if update_ref { " (incremented)" } else { " (update suppressed)" };
+                let action = if update_ref {
+                    " (incremented)"
+                } else {
+                    " (update suppressed)"
+                };
                 let (dynamic_action, hold_action) = if hold { ("", action) } else { (action, "") };
                 rustomp_plugin::diag::info(
                     device.id,
@@ -105,7 +115,12 @@ pub(super) fn map_one(
             if zero_copy(device, item.kind) {
                 // No entry and no copy: the region uses the host's copy ('present' holds).
                 if size != 0 {
-                    info!(diag::infotype::MAPPING_CHANGED, device.id, "Return HstPtrBegin {} Size={size} for unified shared memory", Ptr(begin));
+                    info!(
+                        diag::infotype::MAPPING_CHANGED,
+                        device.id,
+                        "Return HstPtrBegin {} Size={size} for unified shared memory",
+                        Ptr(begin)
+                    );
                 }
                 return Ok(Some(begin));
             }
@@ -113,9 +128,16 @@ pub(super) fn map_one(
                 return Err(not_mapped(begin, size, true));
             }
             if size == 0 {
-                let counted = item.kind.bits() != 0 && item.kind.member_of().is_none() && !item.kind.contains(MapType::IMPLICIT);
+                let counted = item.kind.bits() != 0
+                    && item.kind.member_of().is_none()
+                    && !item.kind.contains(MapType::IMPLICIT);
                 if counted {
-                    info!(diag::infotype::EMPTY_MAPPING, device.id, "variable {} does not have a valid device counterpart", diag::map_name(item.name));
+                    info!(
+                        diag::infotype::EMPTY_MAPPING,
+                        device.id,
+                        "variable {} does not have a valid device counterpart",
+                        diag::map_name(item.name)
+                    );
                 }
                 return Ok(None);
             }
@@ -124,7 +146,11 @@ pub(super) fn map_one(
                 Err(e) => {
                     // A device failure, not a broken map clause: LLVM's words, the device's
                     // error kind (so the policy decides whether it is fatal).
-                    diag::error(&format!("device {}: cannot map host address {} ({size} bytes): {e}", device.id, Ptr(begin)));
+                    diag::error(&format!(
+                        "device {}: cannot map host address {} ({size} bytes): {e}",
+                        device.id,
+                        Ptr(begin)
+                    ));
                     return Err(OffloadError::new(e.kind, "Call to getTargetPointer returned null pointer (device failure or illegal mapping)."));
                 }
             };
@@ -162,7 +188,10 @@ pub(super) fn map_one(
     };
     // Members of a struct share their parent's entry: their data goes over with the entry's
     // creation, whichever item of the construct created it.
-    if item.kind.contains(MapType::TO) && size > 0 && (created || item.kind.contains(MapType::ALWAYS)) {
+    if item.kind.contains(MapType::TO)
+        && size > 0
+        && (created || item.kind.contains(MapType::ALWAYS))
+    {
         phase.copy_to(table, key, begin, device_address, size);
     }
     Ok(Some(device_address))
@@ -171,28 +200,63 @@ pub(super) fn map_one(
 /// Performs the attachments whose pointer or pointee this construct mapped anew.
 pub(super) fn attach_all(phase: &mut Phase<'_>, table: &mut MappingTable, entering: &Entering) {
     for a in &entering.attachments {
-        let due = a.always || entering.created_covers(a.pointee_begin) || entering.created_covers(a.pointer);
+        let due = a.always
+            || entering.created_covers(a.pointee_begin)
+            || entering.created_covers(a.pointer);
         if !due {
             continue;
         }
-        let Some(pointee) = table.find(a.pointee_begin, 0) else { continue };
+        let Some(pointee) = table.find(a.pointee_begin, 0) else {
+            continue;
+        };
         let device_pointee_begin = pointee.device_address(a.pointee_begin);
-        let Lookup::Contained(pointer_key) = table.lookup(a.pointer, a.pointer_size.max(POINTER_SIZE)) else { continue };
+        let Lookup::Contained(pointer_key) =
+            table.lookup(a.pointer, a.pointer_size.max(POINTER_SIZE))
+        else {
+            continue;
+        };
         // SAFETY: clang's base for an attachment is the host pointer variable, which is mapped
         // (looked up just above) and so is live host memory of at least pointer size.
         let host_pointee_base = unsafe { (a.pointer as *const usize).read_unaligned() };
         // The pointer may point before the mapped section (`p` for `p[10:5]`): keep its offset.
-        let device_value = device_pointee_begin.wrapping_sub(a.pointee_begin.wrapping_sub(host_pointee_base));
-        let slot = table.get(pointer_key).expect("looked up").device_address(a.pointer);
+        let device_value =
+            device_pointee_begin.wrapping_sub(a.pointee_begin.wrapping_sub(host_pointee_base));
+        let slot = table
+            .get(pointer_key)
+            .expect("looked up")
+            .device_address(a.pointer);
         let previous = table.shadow(pointer_key, a.pointer);
-        if !table.attach(pointer_key, ShadowPointer { host_address: a.pointer, device_address: slot, device_value }) {
+        if !table.attach(
+            pointer_key,
+            ShadowPointer {
+                host_address: a.pointer,
+                device_address: slot,
+                device_value,
+            },
+        ) {
             continue; // already attached to this pointee
         }
-        phase.undo.push(Undo::Attached { key: pointer_key, host_address: a.pointer, previous });
-        debug!("attach: device pointer at {slot:#x} = {device_value:#x} (host pointer at {:#x})", a.pointer);
-        info_to_device(phase.device, &device_value as *const usize as usize, slot, POINTER_SIZE, || entry_name(table, pointer_key));
+        phase.undo.push(Undo::Attached {
+            key: pointer_key,
+            host_address: a.pointer,
+            previous,
+        });
+        debug!(
+            "attach: device pointer at {slot:#x} = {device_value:#x} (host pointer at {:#x})",
+            a.pointer
+        );
+        info_to_device(
+            phase.device,
+            &device_value as *const usize as usize,
+            slot,
+            POINTER_SIZE,
+            || entry_name(table, pointer_key),
+        );
         phase.hold(table, pointer_key);
-        phase.transfers.push(Transfer::Pointer { device: slot, value: device_value });
+        phase.transfers.push(Transfer::Pointer {
+            device: slot,
+            value: device_value,
+        });
         if a.pointer_size > POINTER_SIZE {
             // A descriptor (Fortran): its fields after the address come from the host copy.
             phase.transfers.push(Transfer::ToDevice {
@@ -208,7 +272,11 @@ pub(super) fn attach_all(phase: &mut Phase<'_>, table: &mut MappingTable, enteri
 /// `target data` / `target enter data` / the map part of a `target` construct.
 /// `return_bases` (clang's base array) receives device addresses for
 /// `use_device_ptr`/`use_device_addr` items.
-pub fn begin(device: &DeviceState, items: &[MapItem], return_bases: Option<&mut [*mut c_void]>) -> Result<()> {
+pub fn begin(
+    device: &DeviceState,
+    items: &[MapItem],
+    return_bases: Option<&mut [*mut c_void]>,
+) -> Result<()> {
     let steps = expand(items);
     let (mut phase, mut table) = Phase::start(device, steps.iter().map(|s| &s.item));
     let decided = begin_locked(&mut phase, &mut table, &steps, return_bases);
@@ -227,7 +295,9 @@ pub(super) fn begin_locked(
         let item = &step.item;
         // Private copies are made at launch; non-contiguous descriptors only mean something
         // to `target update`.
-        if item.kind.intersects(MapType::LITERAL | MapType::PRIVATE) || item.kind.contains(MapType::NON_CONTIG) {
+        if item.kind.intersects(MapType::LITERAL | MapType::PRIVATE)
+            || item.kind.contains(MapType::NON_CONTIG)
+        {
             continue;
         }
         if item.kind.contains(MapType::ATTACH) {
@@ -241,7 +311,10 @@ pub(super) fn begin_locked(
         }
         let update_ref = item.kind.member_of().is_none();
         if item.kind.contains(MapType::PTR_AND_OBJ) {
-            let pointer = pointer_item(item, MapType::OMPX_HOLD | MapType::IMPLICIT | MapType::PRESENT);
+            let pointer = pointer_item(
+                item,
+                MapType::OMPX_HOLD | MapType::IMPLICIT | MapType::PRESENT,
+            );
             map_one(phase, table, &pointer, update_ref, 0, &mut entering)?;
             map_one(phase, table, item, true, 0, &mut entering)?;
             // For PTR_AND_OBJ clang's base is the host address of the pointer variable.
@@ -253,15 +326,25 @@ pub(super) fn begin_locked(
             });
             continue;
         }
-        let padding = if is_partial_struct(steps, n) { alignment_padding(item) } else { 0 };
+        let padding = if is_partial_struct(steps, n) {
+            alignment_padding(item)
+        } else {
+            0
+        };
         let device_begin = map_one(phase, table, item, update_ref, padding, &mut entering)?;
         if item.kind.contains(MapType::RETURN_PARAM) {
-            let Some(bases) = return_bases.as_deref_mut() else { continue };
-            let Some(slot) = bases.get_mut(step.origin) else { continue };
+            let Some(bases) = return_bases.as_deref_mut() else {
+                continue;
+            };
+            let Some(slot) = bases.get_mut(step.origin) else {
+                continue;
+            };
             let delta = (item.begin as usize).wrapping_sub(item.base as usize);
             *slot = match device_begin {
                 Some(address) => address.wrapping_sub(delta) as *mut c_void,
-                None if item.kind.bits() & FB_NULLIFY != 0 => 0usize.wrapping_sub(delta) as *mut c_void,
+                None if item.kind.bits() & FB_NULLIFY != 0 => {
+                    0usize.wrapping_sub(delta) as *mut c_void
+                }
                 // Not mapped: the host address stays (the user vouches it is device-accessible).
                 None => item.base,
             };
@@ -275,10 +358,17 @@ pub(super) fn begin_locked(
 /// `present` is checked against the table as the construct found it, so another entry of the
 /// same construct that maps the item does not make it present. An item with no such sibling
 /// is checked where it is mapped, with LLVM 22's messages.
-pub(super) fn check_present_on_entry(device: &DeviceState, table: &MappingTable, steps: &[Step]) -> Result<()> {
+pub(super) fn check_present_on_entry(
+    device: &DeviceState,
+    table: &MappingTable,
+    steps: &[Step],
+) -> Result<()> {
     for (i, step) in steps.iter().enumerate() {
         let item = &step.item;
-        if !item.kind.contains(MapType::PRESENT) || !maps_memory(item) || zero_copy(device, item.kind) {
+        if !item.kind.contains(MapType::PRESENT)
+            || !maps_memory(item)
+            || zero_copy(device, item.kind)
+        {
             continue;
         }
         let (begin, size) = (item.begin as usize, item_size(item));
@@ -287,16 +377,21 @@ pub(super) fn check_present_on_entry(device: &DeviceState, table: &MappingTable,
         }
         let end = begin + size.max(1);
         let sibling = steps.iter().enumerate().any(|(j, other)| {
-            let (b, e) = (other.item.begin as usize, other.item.begin as usize + item_size(&other.item).max(1));
+            let (b, e) = (
+                other.item.begin as usize,
+                other.item.begin as usize + item_size(&other.item).max(1),
+            );
             j != i && maps_memory(&other.item) && b < end && begin < e
         });
         if sibling {
             present_missing("map type", begin, size);
-            let report = format!("Pointer {} was not present on the device upon entry to the region.", Ptr(begin));
+            let report = format!(
+                "Pointer {} was not present on the device upon entry to the region.",
+                Ptr(begin)
+            );
             diag::error(&report);
             return Err(OffloadError::new(ErrorKind::MappingError, report));
         }
     }
     Ok(())
 }
-

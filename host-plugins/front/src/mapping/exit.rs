@@ -1,6 +1,9 @@
 //! Leaving: the end of `target data`, `target exit data`, and of a `target` construct.
 
-use super::items::{MapItem, Step, dynamic_refs, expand, item_size, maps_memory, pointer_item, present_missing, zero_copy};
+use super::items::{
+    dynamic_refs, expand, item_size, maps_memory, pointer_item, present_missing, zero_copy,
+    MapItem, Step,
+};
 use super::phase::Phase;
 use super::table::{Lookup, MappingTable};
 use crate::diag;
@@ -12,10 +15,17 @@ use rustomp_plugin::{ErrorKind, OffloadError, Result};
 /// Copies back the `from` items of the construct that lie in the entry at `key`, which is about
 /// to go: `from` applies when the construct releases the item, whichever of its entries does,
 /// and before a `delete` of it.
-pub(super) fn copy_back_pending(phase: &mut Phase<'_>, table: &mut MappingTable, key: usize, pending: &mut Vec<(usize, usize)>) {
+pub(super) fn copy_back_pending(
+    phase: &mut Phase<'_>,
+    table: &mut MappingTable,
+    key: usize,
+    pending: &mut Vec<(usize, usize)>,
+) {
     let entry = table.get(key).expect("looked up");
     let (entry_begin, entry_end) = (entry.host_begin, entry.host_end);
-    let (due, kept): (Vec<_>, Vec<_>) = pending.iter().partition(|&&(b, n)| entry_begin <= b && b + n <= entry_end);
+    let (due, kept): (Vec<_>, Vec<_>) = pending
+        .iter()
+        .partition(|&&(b, n)| entry_begin <= b && b + n <= entry_end);
     *pending = kept;
     for (begin, size) in due {
         let device_address = table.get(key).expect("looked up").device_address(begin);
@@ -42,7 +52,10 @@ pub(super) fn unmap_one(
         Lookup::PartialOverlap(_) | Lookup::Absent => {
             if item.kind.contains(MapType::PRESENT) && !zero_copy(device, item.kind) {
                 present_missing("map type", begin, size);
-                return Err(OffloadError::new(ErrorKind::MappingError, "'present' unmap of an unmapped item"));
+                return Err(OffloadError::new(
+                    ErrorKind::MappingError,
+                    "'present' unmap of an unmapped item",
+                ));
             }
             return Ok(()); // not mapped on exit: ignored (OpenMP 5.1, map clause)
         }
@@ -52,7 +65,11 @@ pub(super) fn unmap_one(
     let entry = table.get_mut(key).expect("looked up");
     let last = entry.is_last_reference(hold, force_delete);
     if hold || !entry.infinite {
-        let counter = if hold { &mut entry.hold_refs } else { &mut entry.dynamic_refs };
+        let counter = if hold {
+            &mut entry.hold_refs
+        } else {
+            &mut entry.dynamic_refs
+        };
         if force_delete {
             *counter = 0;
         } else if update_ref {
@@ -83,9 +100,16 @@ pub(super) fn unmap_one(
             ),
         );
     }
-    if copy_back && item.kind.contains(MapType::FROM) && (last || item.kind.contains(MapType::ALWAYS)) && size > 0 {
+    if copy_back
+        && item.kind.contains(MapType::FROM)
+        && (last || item.kind.contains(MapType::ALWAYS))
+        && size > 0
+    {
         phase.copy_from(table, key, begin, device_address, size);
-        if let Some(at) = pending_from.iter().position(|&range| range == (begin, size)) {
+        if let Some(at) = pending_from
+            .iter()
+            .position(|&range| range == (begin, size))
+        {
             pending_from.swap_remove(at);
         }
     }
@@ -119,7 +143,12 @@ pub(super) fn leave(device: &DeviceState, items: &[MapItem], copy_back: bool) ->
     phase.complete(table, decided, false)
 }
 
-pub(super) fn end_locked(phase: &mut Phase<'_>, table: &mut MappingTable, steps: &[Step], copy_back: bool) -> Result<()> {
+pub(super) fn end_locked(
+    phase: &mut Phase<'_>,
+    table: &mut MappingTable,
+    steps: &[Step],
+    copy_back: bool,
+) -> Result<()> {
     let mut pending_from: Vec<(usize, usize)> = steps
         .iter()
         .map(|s| &s.item)
@@ -134,13 +163,29 @@ pub(super) fn end_locked(phase: &mut Phase<'_>, table: &mut MappingTable, steps:
         }
         let is_member = item.kind.member_of().is_some();
         let pointee_refs = !is_member || item.kind.contains(MapType::PTR_AND_OBJ);
-        unmap_one(phase, table, item, pointee_refs, &mut pending_from, copy_back)?;
+        unmap_one(
+            phase,
+            table,
+            item,
+            pointee_refs,
+            &mut pending_from,
+            copy_back,
+        )?;
         if item.kind.contains(MapType::PTR_AND_OBJ) {
             // The pointer variable counted a reference on entry unless it is a member.
-            let pointer = pointer_item(item, MapType::OMPX_HOLD | MapType::DELETE | MapType::IMPLICIT);
-            unmap_one(phase, table, &pointer, !is_member, &mut pending_from, copy_back)?;
+            let pointer = pointer_item(
+                item,
+                MapType::OMPX_HOLD | MapType::DELETE | MapType::IMPLICIT,
+            );
+            unmap_one(
+                phase,
+                table,
+                &pointer,
+                !is_member,
+                &mut pending_from,
+                copy_back,
+            )?;
         }
     }
     Ok(())
 }
-

@@ -28,13 +28,16 @@ pub struct MapList {
 }
 
 /// `void mapper(void *handle, void *base, void *begin, int64_t size, int64_t type, void *name)`
-pub(super) type MapperFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, i64, i64, *mut c_void);
+pub(super) type MapperFn =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, i64, i64, *mut c_void);
 
 /// `OMP_MAP_FB_NULLIFY`: a `use_device_ptr` whose pointee is not mapped yields null, not the
 /// host pointer (not in the shared `MapType` set: only this module reads it).
 pub(super) const FB_NULLIFY: u64 = 0x8000;
 /// The map-type bits clang gives a by-reference capture of a lambda mapped into a region.
-pub(super) const LAMBDA_CAPTURE: MapType = MapType::PTR_AND_OBJ.union(MapType::LITERAL).union(MapType::IMPLICIT);
+pub(super) const LAMBDA_CAPTURE: MapType = MapType::PTR_AND_OBJ
+    .union(MapType::LITERAL)
+    .union(MapType::IMPLICIT);
 pub(super) const POINTER_SIZE: usize = std::mem::size_of::<usize>();
 
 thread_local! {
@@ -73,8 +76,16 @@ impl MapList {
                     begin: *begins.add(i),
                     size: *sizes.add(i),
                     kind: MapType::from_bits_retain(*types.add(i) as u64),
-                    mapper: if mappers.is_null() { std::ptr::null_mut() } else { *mappers.add(i) },
-                    name: if names.is_null() { std::ptr::null() } else { *names.add(i) },
+                    mapper: if mappers.is_null() {
+                        std::ptr::null_mut()
+                    } else {
+                        *mappers.add(i)
+                    },
+                    name: if names.is_null() {
+                        std::ptr::null()
+                    } else {
+                        *names.add(i)
+                    },
                 });
             }
         }
@@ -103,7 +114,12 @@ pub(super) fn expand(items: &[MapItem]) -> Vec<Step> {
     let mut steps = Vec::with_capacity(items.len());
     for (origin, item) in items.iter().enumerate() {
         if item.mapper.is_null() {
-            steps.push(Step { origin, list: None, index: origin, item: *item });
+            steps.push(Step {
+                origin,
+                list: None,
+                index: origin,
+                item: *item,
+            });
             continue;
         }
         let saved = MAPPER_COMPONENTS.with(|c| std::mem::take(&mut *c.borrow_mut()));
@@ -112,17 +128,31 @@ pub(super) fn expand(items: &[MapItem]) -> Vec<Step> {
         let mapper: MapperFn = unsafe { std::mem::transmute::<*mut c_void, MapperFn>(item.mapper) };
         // SAFETY: as above; base, begin, size and type are the clause item's own.
         unsafe {
-            mapper(std::ptr::null_mut(), item.base, item.begin, item.size, item.kind.bits() as i64, item.name as *mut c_void)
+            mapper(
+                std::ptr::null_mut(),
+                item.base,
+                item.begin,
+                item.size,
+                item.kind.bits() as i64,
+                item.name as *mut c_void,
+            )
         };
         let components = MAPPER_COMPONENTS.with(|c| std::mem::replace(&mut *c.borrow_mut(), saved));
         // The list item's `always` holds for everything its mapper maps.
         let always = item.kind & MapType::ALWAYS;
-        debug!("mapper of item {origin} reported {} component(s)", components.len());
+        debug!(
+            "mapper of item {origin} reported {} component(s)",
+            components.len()
+        );
         steps.extend(components.into_iter().enumerate().map(|(index, c)| Step {
             origin,
             list: Some(origin),
             index,
-            item: MapItem { mapper: std::ptr::null_mut(), kind: c.kind | always, ..c },
+            item: MapItem {
+                mapper: std::ptr::null_mut(),
+                kind: c.kind | always,
+                ..c
+            },
         }));
     }
     steps
@@ -140,7 +170,6 @@ pub(super) fn pointer_item(item: &MapItem, kept: MapType) -> MapItem {
     }
 }
 
-
 pub(super) fn item_size(item: &MapItem) -> usize {
     item.size.max(0) as usize
 }
@@ -151,21 +180,43 @@ pub(super) fn entry_name(table: &MappingTable, key: usize) -> String {
 }
 
 /// LLVM's `LIBOMPTARGET_INFO` 0x20 line for a copy to the device.
-pub(super) fn info_to_device(device: &DeviceState, host: usize, device_address: usize, size: usize, name: impl FnOnce() -> String) {
+pub(super) fn info_to_device(
+    device: &DeviceState,
+    host: usize,
+    device_address: usize,
+    size: usize,
+    name: impl FnOnce() -> String,
+) {
     if diag::info_enabled(diag::infotype::DATA_TRANSFER) {
         rustomp_plugin::diag::info(
             device.id,
-            format_args!("Copying data from host to device, HstPtr={}, TgtPtr={}, Size={size}, Name={}", Ptr(host), Ptr(device_address), name()),
+            format_args!(
+                "Copying data from host to device, HstPtr={}, TgtPtr={}, Size={size}, Name={}",
+                Ptr(host),
+                Ptr(device_address),
+                name()
+            ),
         );
     }
 }
 
 /// LLVM's `LIBOMPTARGET_INFO` 0x20 line for a copy to the host.
-pub(super) fn info_from_device(device: &DeviceState, host: usize, device_address: usize, size: usize, name: impl FnOnce() -> String) {
+pub(super) fn info_from_device(
+    device: &DeviceState,
+    host: usize,
+    device_address: usize,
+    size: usize,
+    name: impl FnOnce() -> String,
+) {
     if diag::info_enabled(diag::infotype::DATA_TRANSFER) {
         rustomp_plugin::diag::info(
             device.id,
-            format_args!("Copying data from device to host, TgtPtr={}, HstPtr={}, Size={size}, Name={}", Ptr(device_address), Ptr(host), name()),
+            format_args!(
+                "Copying data from device to host, TgtPtr={}, HstPtr={}, Size={size}, Name={}",
+                Ptr(device_address),
+                Ptr(host),
+                name()
+            ),
         );
     }
 }
@@ -183,7 +234,8 @@ pub(super) fn dynamic_refs(entry: &MapEntry) -> String {
 /// unified_shared_memory` on a device that reaches host memory (unless `close`), or the
 /// device's automatic zero-copy (LLVM's AMD APU mode, `OMPX_APU_MAPS`).
 pub(super) fn zero_copy(device: &DeviceState, kind: MapType) -> bool {
-    let usm = crate::runtime::runtime().requires_unified_shared_memory() && device.backend.unified_memory().is_ok();
+    let usm = crate::runtime::runtime().requires_unified_shared_memory()
+        && device.backend.unified_memory().is_ok();
     (usm && !kind.contains(MapType::CLOSE)) || device.backend.uses_auto_zero_copy()
 }
 
@@ -201,7 +253,11 @@ pub(super) fn not_mapped(begin: usize, size: usize, present: bool) -> OffloadErr
     if present {
         present_missing("map type", begin, size);
     }
-    let why = if present { "'present' map type modifier" } else { "device failure or illegal mapping" };
+    let why = if present {
+        "'present' map type modifier"
+    } else {
+        "device failure or illegal mapping"
+    };
     let report = format!("Call to getTargetPointer returned null pointer ({why}).");
     diag::error(&report);
     OffloadError::new(ErrorKind::MappingError, report)
@@ -212,7 +268,9 @@ pub(super) fn not_mapped(begin: usize, size: usize, present: bool) -> OffloadErr
 pub(super) fn is_partial_struct(steps: &[Step], n: usize) -> bool {
     let step = &steps[n];
     step.item.kind.member_of().is_none()
-        && steps.get(n + 1).is_some_and(|next| next.list == step.list && next.item.kind.member_of() == Some(step.index))
+        && steps.get(n + 1).is_some_and(|next| {
+            next.list == step.list && next.item.kind.member_of() == Some(step.index)
+        })
 }
 
 /// Padding that gives a struct's device copy the alignment its host copy has (up to 16 bytes),
@@ -220,19 +278,34 @@ pub(super) fn is_partial_struct(steps: &[Step], n: usize) -> bool {
 pub(super) fn alignment_padding(item: &MapItem) -> usize {
     const MAX_ALIGNMENT: usize = 16;
     let base = item.base as usize;
-    let alignment = if base == 0 { MAX_ALIGNMENT } else { (1usize << base.trailing_zeros()).min(MAX_ALIGNMENT) };
+    let alignment = if base == 0 {
+        MAX_ALIGNMENT
+    } else {
+        (1usize << base.trailing_zeros()).min(MAX_ALIGNMENT)
+    };
     (item.begin as usize) % alignment
 }
 
 /// Items of a construct that map memory (not private copies, attachments or descriptors).
 pub(super) fn maps_memory(item: &MapItem) -> bool {
-    !item.kind.intersects(MapType::LITERAL | MapType::PRIVATE | MapType::ATTACH | MapType::NON_CONTIG)
+    !item
+        .kind
+        .intersects(MapType::LITERAL | MapType::PRIVATE | MapType::ATTACH | MapType::NON_CONTIG)
 }
 
 /// LLVM's `LIBOMPTARGET_INFO` 0x1 listing of a construct's map items.
 pub fn print_kernel_arguments(id: usize, region: &str, loc: &diag::Location, items: &[MapItem]) {
     let at = loc.source();
-    rustomp_plugin::diag::info(id, format_args!("{region} at {}:{}:{} with {} arguments:", at.file, at.line, at.column, items.len()));
+    rustomp_plugin::diag::info(
+        id,
+        format_args!(
+            "{region} at {}:{}:{} with {} arguments:",
+            at.file,
+            at.line,
+            at.column,
+            items.len()
+        ),
+    );
     for item in items {
         let k = item.kind;
         let kind = if k.contains(MapType::ATTACH) && k.contains(MapType::ALWAYS) {
@@ -254,8 +327,19 @@ pub fn print_kernel_arguments(id: usize, region: &str, loc: &diag::Location, ite
         } else {
             "use_address"
         };
-        let implicit = if k.contains(MapType::IMPLICIT) { "(implicit)" } else { "" };
-        rustomp_plugin::diag::info(id, format_args!("{kind}({})[{}] {implicit}", diag::map_name(item.name), item.size));
+        let implicit = if k.contains(MapType::IMPLICIT) {
+            "(implicit)"
+        } else {
+            ""
+        };
+        rustomp_plugin::diag::info(
+            id,
+            format_args!(
+                "{kind}({})[{}] {implicit}",
+                diag::map_name(item.name),
+                item.size
+            ),
+        );
     }
 }
 
@@ -264,7 +348,9 @@ pub fn print_kernel_arguments(id: usize, region: &str, loc: &diag::Location, ite
 /// (clang-22's descriptor: the offset counts strides). Inner dimensions whose pieces abut are
 /// merged, so a section of whole rows is copied row by row, not element by element.
 pub(super) fn non_contiguous_pieces(dims: &[NonContigDim]) -> Vec<(i64, i64)> {
-    let Some((innermost, outer)) = dims.split_last() else { return Vec::new() };
+    let Some((innermost, outer)) = dims.split_last() else {
+        return Vec::new();
+    };
     let mut inner_offset = innermost.offset * innermost.stride;
     let mut length = innermost.count * innermost.stride;
     let mut walked = outer.len();
@@ -308,7 +394,11 @@ mod tests {
     use super::*;
 
     fn dim(offset: i64, count: i64, stride: i64) -> NonContigDim {
-        NonContigDim { offset, count, stride }
+        NonContigDim {
+            offset,
+            count,
+            stride,
+        }
     }
 
     #[test]
@@ -336,4 +426,3 @@ mod tests {
         assert_eq!(pieces[8], (96 + 16, 4));
     }
 }
-

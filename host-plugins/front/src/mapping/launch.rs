@@ -2,8 +2,8 @@
 //! device addresses, with private copies for firstprivate items.
 
 use super::enter::begin_locked;
-use super::items::{LAMBDA_CAPTURE, MapItem, POINTER_SIZE, expand, info_to_device, item_size};
-use super::phase::{Phase, Transfer, free_device};
+use super::items::{expand, info_to_device, item_size, MapItem, LAMBDA_CAPTURE, POINTER_SIZE};
+use super::phase::{free_device, Phase, Transfer};
 use super::table::{Lookup, MappingTable};
 use crate::diag::{self, debug};
 use crate::runtime::DeviceState;
@@ -23,7 +23,10 @@ pub struct LaunchArguments {
 pub fn enter_for_launch(device: &DeviceState, items: &[MapItem]) -> Result<LaunchArguments> {
     let steps = expand(items);
     let (mut phase, mut table) = Phase::start(device, steps.iter().map(|s| &s.item).chain(items));
-    let mut arguments = LaunchArguments { values: Vec::new(), temporaries: Vec::new() };
+    let mut arguments = LaunchArguments {
+        values: Vec::new(),
+        temporaries: Vec::new(),
+    };
     let decided = begin_locked(&mut phase, &mut table, &steps, None)
         .and_then(|()| kernel_arguments(&mut phase, &table, items, &mut arguments));
     let result = phase.complete(table, decided, true);
@@ -38,7 +41,12 @@ pub fn enter_for_launch(device: &DeviceState, items: &[MapItem]) -> Result<Launc
 
 /// The kernel's argument values for the `TARGET_PARAM` items of the clause list (mappers are
 /// not expanded: a mapped item's argument is its own device address).
-pub(super) fn kernel_arguments(phase: &mut Phase<'_>, table: &MappingTable, items: &[MapItem], out: &mut LaunchArguments) -> Result<()> {
+pub(super) fn kernel_arguments(
+    phase: &mut Phase<'_>,
+    table: &MappingTable,
+    items: &[MapItem],
+    out: &mut LaunchArguments,
+) -> Result<()> {
     let mut positions: Vec<Option<usize>> = vec![None; items.len()];
     for (i, item) in items.iter().enumerate() {
         if !item.kind.contains(MapType::TARGET_PARAM) {
@@ -62,7 +70,9 @@ pub(super) fn kernel_arguments(phase: &mut Phase<'_>, table: &MappingTable, item
                 base
             };
             let device_begin = match table.lookup(begin, size) {
-                Lookup::Contained(key) | Lookup::PartialOverlap(key) => table.get(key).expect("looked up").device_address(begin),
+                Lookup::Contained(key) | Lookup::PartialOverlap(key) => {
+                    table.get(key).expect("looked up").device_address(begin)
+                }
                 // Not mapped: the pointer keeps its host value (OpenMP 5.2 firstprivate rules).
                 Lookup::Absent => begin,
             };
@@ -76,10 +86,18 @@ pub(super) fn kernel_arguments(phase: &mut Phase<'_>, table: &MappingTable, item
 
 /// A private or firstprivate argument: a device buffer, initialized from the host for
 /// firstprivate, or (PRIVATE | ATTACH) holding the device address of the pointee.
-pub(super) fn private_argument(phase: &mut Phase<'_>, table: &MappingTable, item: &MapItem, temporaries: &mut Vec<usize>) -> Result<usize> {
+pub(super) fn private_argument(
+    phase: &mut Phase<'_>,
+    table: &MappingTable,
+    item: &MapItem,
+    temporaries: &mut Vec<usize>,
+) -> Result<usize> {
     let size = item_size(item);
     let attach = item.kind.contains(MapType::ATTACH);
-    let buffer = phase.device.backend.alloc(size.max(POINTER_SIZE), AllocKind::Device)? as usize;
+    let buffer = phase
+        .device
+        .backend
+        .alloc(size.max(POINTER_SIZE), AllocKind::Device)? as usize;
     temporaries.push(buffer);
     if attach {
         // Corresponding-pointer initialization: base is the host pointer, begin its pointee.
@@ -88,18 +106,28 @@ pub(super) fn private_argument(phase: &mut Phase<'_>, table: &MappingTable, item
         // SAFETY: clang's base for PRIVATE | ATTACH is the host pointer variable.
         let host_pointee_base = unsafe { (pointer as *const usize).read_unaligned() };
         let value = match table.find(pointee_begin, 0) {
-            Some(entry) if pointee_begin != 0 => {
-                entry.device_address(pointee_begin).wrapping_sub(pointee_begin.wrapping_sub(host_pointee_base))
-            }
+            Some(entry) if pointee_begin != 0 => entry
+                .device_address(pointee_begin)
+                .wrapping_sub(pointee_begin.wrapping_sub(host_pointee_base)),
             _ => host_pointee_base,
         };
-        phase.transfers.push(Transfer::Pointer { device: buffer, value });
+        phase.transfers.push(Transfer::Pointer {
+            device: buffer,
+            value,
+        });
         return Ok(buffer);
     }
     if item.kind.contains(MapType::TO) && size > 0 {
         let name = || table.find(item.begin as usize, size).map_or(0, |e| e.name);
-        info_to_device(phase.device, item.begin as usize, buffer, size, || diag::map_name(name() as *const c_char));
-        phase.transfers.push(Transfer::ToDevice { host: item.begin as usize, device: buffer, size, shadows: Vec::new() });
+        info_to_device(phase.device, item.begin as usize, buffer, size, || {
+            diag::map_name(name() as *const c_char)
+        });
+        phase.transfers.push(Transfer::ToDevice {
+            host: item.begin as usize,
+            device: buffer,
+            size,
+            shadows: Vec::new(),
+        });
     }
     Ok(buffer.wrapping_add((item.base as usize).wrapping_sub(item.begin as usize)))
 }
@@ -115,17 +143,26 @@ pub(super) fn fix_lambda_capture(
     positions: &[Option<usize>],
     values: &[*mut c_void],
 ) {
-    let Some(parent) = item.kind.member_of() else { return };
-    let (Some(Some(position)), Some(lambda)) = (positions.get(parent), items.get(parent)) else { return };
+    let Some(parent) = item.kind.member_of() else {
+        return;
+    };
+    let (Some(Some(position)), Some(lambda)) = (positions.get(parent), items.get(parent)) else {
+        return;
+    };
     let device_lambda = values[*position] as usize;
-    let field = device_lambda.wrapping_add((item.base as usize).wrapping_sub(lambda.begin as usize));
+    let field =
+        device_lambda.wrapping_add((item.base as usize).wrapping_sub(lambda.begin as usize));
     let captured = item.begin as usize;
     let device_captured = match table.lookup(captured, item_size(item)) {
-        Lookup::Contained(key) | Lookup::PartialOverlap(key) => table.get(key).expect("looked up").device_address(captured),
+        Lookup::Contained(key) | Lookup::PartialOverlap(key) => {
+            table.get(key).expect("looked up").device_address(captured)
+        }
         Lookup::Absent => return,
     };
     debug!("lambda capture at device {field:#x} -> {device_captured:#x}");
     // The field lies inside the lambda's device copy, which holds the whole object.
-    phase.transfers.push(Transfer::Pointer { device: field, value: device_captured });
+    phase.transfers.push(Transfer::Pointer {
+        device: field,
+        value: device_captured,
+    });
 }
-

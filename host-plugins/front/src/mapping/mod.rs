@@ -31,7 +31,9 @@ mod update;
 
 pub use enter::begin;
 pub use exit::{end, release};
-pub use items::{mapper_num_components, print_kernel_arguments, push_mapper_component, MapItem, MapList};
+pub use items::{
+    mapper_num_components, print_kernel_arguments, push_mapper_component, MapItem, MapList,
+};
 pub use launch::{enter_for_launch, LaunchArguments};
 pub use phase::free_device;
 pub use update::update;

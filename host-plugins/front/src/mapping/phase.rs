@@ -2,8 +2,8 @@
 //! performs after it, and the undo of an entering phase that failed.
 
 use super::items::{
-    entry_name, info_from_device, info_to_device, item_size, non_contiguous_dims, non_contiguous_pieces, MapItem,
-    POINTER_SIZE,
+    entry_name, info_from_device, info_to_device, item_size, non_contiguous_dims,
+    non_contiguous_pieces, MapItem, POINTER_SIZE,
 };
 use super::table::{MappingTable, ShadowPointer};
 use crate::diag::{self, debug, info};
@@ -23,10 +23,20 @@ pub(super) static NEXT_PHASE: AtomicU64 = AtomicU64::new(1);
 pub(super) enum Transfer {
     /// Host → device; the attached pointers inside the range then get their device values
     /// (the host copy holds host addresses there).
-    ToDevice { host: usize, device: usize, size: usize, shadows: Vec<ShadowPointer> },
+    ToDevice {
+        host: usize,
+        device: usize,
+        size: usize,
+        shadows: Vec<ShadowPointer>,
+    },
     /// Device → host, keeping the host values of the attached pointers inside the range (their
     /// device copies hold device addresses).
-    FromDevice { host: usize, device: usize, size: usize, shadows: Vec<ShadowPointer> },
+    FromDevice {
+        host: usize,
+        device: usize,
+        size: usize,
+        shadows: Vec<ShadowPointer>,
+    },
     /// A pointer the runtime computed (an attachment, a lambda capture, a private pointer).
     Pointer { device: usize, value: usize },
 }
@@ -36,22 +46,54 @@ impl Transfer {
         let write_pointer = |device: usize, value: usize| {
             // SAFETY: `device` is a pointer slot inside an entry this phase holds busy, or inside
             // a private buffer it owns.
-            unsafe { backend.copy_to_device(device as *mut c_void, &value as *const usize as *const c_void, POINTER_SIZE) }
+            unsafe {
+                backend.copy_to_device(
+                    device as *mut c_void,
+                    &value as *const usize as *const c_void,
+                    POINTER_SIZE,
+                )
+            }
         };
         match self {
-            Transfer::ToDevice { host, device, size, shadows } => {
+            Transfer::ToDevice {
+                host,
+                device,
+                size,
+                shadows,
+            } => {
                 // SAFETY: `host` is the user's object of `size` bytes; the device range lies in
                 // an entry this phase holds busy (nobody frees it meanwhile) or in its own buffer.
-                unsafe { backend.copy_to_device(*device as *mut c_void, *host as *const c_void, *size)? };
-                shadows.iter().try_for_each(|s| write_pointer(s.device_address, s.device_value))
+                unsafe {
+                    backend.copy_to_device(*device as *mut c_void, *host as *const c_void, *size)?
+                };
+                shadows
+                    .iter()
+                    .try_for_each(|s| write_pointer(s.device_address, s.device_value))
             }
-            Transfer::FromDevice { host, device, size, shadows } => {
+            Transfer::FromDevice {
+                host,
+                device,
+                size,
+                shadows,
+            } => {
                 // SAFETY: each shadow's host address is a pointer variable inside the user's range.
-                let kept: Vec<usize> = shadows.iter().map(|s| unsafe { (s.host_address as *const usize).read_unaligned() }).collect();
+                let kept: Vec<usize> = shadows
+                    .iter()
+                    .map(|s| unsafe { (s.host_address as *const usize).read_unaligned() })
+                    .collect();
                 // SAFETY: as for `ToDevice`.
-                unsafe { backend.copy_from_device(*host as *mut c_void, *device as *const c_void, *size)? };
+                unsafe {
+                    backend.copy_from_device(
+                        *host as *mut c_void,
+                        *device as *const c_void,
+                        *size,
+                    )?
+                };
                 for (shadow, value) in shadows.iter().zip(kept) {
-                    debug!("keeping host pointer at {:#x} = {value:#x}", shadow.host_address);
+                    debug!(
+                        "keeping host pointer at {:#x} = {value:#x}",
+                        shadow.host_address
+                    );
                     // SAFETY: as above.
                     unsafe { (shadow.host_address as *mut usize).write_unaligned(value) };
                 }
@@ -66,8 +108,15 @@ impl Transfer {
 #[derive(Debug)]
 pub(super) enum Undo {
     Created(usize),
-    Counted { key: usize, hold: bool },
-    Attached { key: usize, host_address: usize, previous: Option<ShadowPointer> },
+    Counted {
+        key: usize,
+        hold: bool,
+    },
+    Attached {
+        key: usize,
+        host_address: usize,
+        previous: Option<ShadowPointer>,
+    },
 }
 
 /// One phase of a construct (entering, leaving, update): the table changes it made under the
@@ -85,13 +134,25 @@ pub(super) struct Phase<'d> {
 impl<'d> Phase<'d> {
     /// A new phase and the device's table, once no other phase has copies in flight for what
     /// `items` touch. A phase waits only while it holds nothing busy itself: no deadlock.
-    pub(super) fn start<'a>(device: &'d DeviceState, items: impl Iterator<Item = &'a MapItem> + Clone) -> (Self, MutexGuard<'d, MappingTable>) {
+    pub(super) fn start<'a>(
+        device: &'d DeviceState,
+        items: impl Iterator<Item = &'a MapItem> + Clone,
+    ) -> (Self, MutexGuard<'d, MappingTable>) {
         let owner = NEXT_PHASE.fetch_add(1, Ordering::Relaxed);
         let mut table = device.table();
         while table.has_busy() && items.clone().any(|item| touches_busy(&table, item, owner)) {
             table = device.wait_for_transfers(table);
         }
-        (Self { device, owner, transfers: Vec::new(), undo: Vec::new(), frees: Vec::new() }, table)
+        (
+            Self {
+                device,
+                owner,
+                transfers: Vec::new(),
+                undo: Vec::new(),
+                frees: Vec::new(),
+            },
+            table,
+        )
     }
 
     /// Marks the entry at `key` busy: its data is in flight.
@@ -103,19 +164,47 @@ impl<'d> Phase<'d> {
     }
 
     /// Copies host → device into entry `key`.
-    pub(super) fn copy_to(&mut self, table: &mut MappingTable, key: usize, host: usize, device_address: usize, size: usize) {
-        info_to_device(self.device, host, device_address, size, || entry_name(table, key));
+    pub(super) fn copy_to(
+        &mut self,
+        table: &mut MappingTable,
+        key: usize,
+        host: usize,
+        device_address: usize,
+        size: usize,
+    ) {
+        info_to_device(self.device, host, device_address, size, || {
+            entry_name(table, key)
+        });
         let shadows = table.shadows_within(key, host, size);
         self.hold(table, key);
-        self.transfers.push(Transfer::ToDevice { host, device: device_address, size, shadows });
+        self.transfers.push(Transfer::ToDevice {
+            host,
+            device: device_address,
+            size,
+            shadows,
+        });
     }
 
     /// Copies device → host from entry `key`.
-    pub(super) fn copy_from(&mut self, table: &mut MappingTable, key: usize, host: usize, device_address: usize, size: usize) {
-        info_from_device(self.device, host, device_address, size, || entry_name(table, key));
+    pub(super) fn copy_from(
+        &mut self,
+        table: &mut MappingTable,
+        key: usize,
+        host: usize,
+        device_address: usize,
+        size: usize,
+    ) {
+        info_from_device(self.device, host, device_address, size, || {
+            entry_name(table, key)
+        });
         let shadows = table.shadows_within(key, host, size);
         self.hold(table, key);
-        self.transfers.push(Transfer::FromDevice { host, device: device_address, size, shadows });
+        self.transfers.push(Transfer::FromDevice {
+            host,
+            device: device_address,
+            size,
+            shadows,
+        });
     }
 
     /// Performs the copies outside the lock, then ends this phase's busy ranges and frees what
@@ -123,7 +212,12 @@ impl<'d> Phase<'d> {
     /// changes of an entering phase (`undo_on_failure`: the construct did not happen, and its
     /// new entries go); a leaving phase still completes what it decided (an entry whose last
     /// reference went is removed and freed, even when its copy back failed).
-    pub(super) fn complete(mut self, mut table: MutexGuard<'d, MappingTable>, decided: Result<()>, undo_on_failure: bool) -> Result<()> {
+    pub(super) fn complete(
+        mut self,
+        mut table: MutexGuard<'d, MappingTable>,
+        decided: Result<()>,
+        undo_on_failure: bool,
+    ) -> Result<()> {
         if decided.is_err() && undo_on_failure {
             self.transfers.clear();
             self.undo(&mut table);
@@ -152,8 +246,15 @@ impl<'d> Phase<'d> {
 
     /// Removes the entry at `key` (LLVM's 0x8 line gives `size`, the item's, else the entry's);
     /// its device memory, if the runtime allocated it, goes to the phase's frees.
-    pub(super) fn remove_entry(&mut self, table: &mut MappingTable, key: usize, size: Option<usize>) {
-        let Some((entry, allocation)) = table.remove_with_allocation(key) else { return };
+    pub(super) fn remove_entry(
+        &mut self,
+        table: &mut MappingTable,
+        key: usize,
+        size: Option<usize>,
+    ) {
+        let Some((entry, allocation)) = table.remove_with_allocation(key) else {
+            return;
+        };
         info!(
             diag::infotype::MAPPING_CHANGED,
             self.device.id,
@@ -174,11 +275,19 @@ impl<'d> Phase<'d> {
                 Undo::Created(key) => self.remove_entry(table, key, None),
                 Undo::Counted { key, hold } => {
                     if let Some(entry) = table.get_mut(key) {
-                        let counter = if hold { &mut entry.hold_refs } else { &mut entry.dynamic_refs };
+                        let counter = if hold {
+                            &mut entry.hold_refs
+                        } else {
+                            &mut entry.dynamic_refs
+                        };
                         *counter = counter.saturating_sub(1);
                     }
                 }
-                Undo::Attached { key, host_address, previous } => table.detach(key, host_address, previous),
+                Undo::Attached {
+                    key,
+                    host_address,
+                    previous,
+                } => table.detach(key, host_address, previous),
             }
         }
     }
@@ -199,14 +308,18 @@ pub(super) fn touches_busy(table: &MappingTable, item: &MapItem, owner: u64) -> 
         return false;
     }
     if item.kind.contains(MapType::NON_CONTIG) {
-        return non_contiguous_dims(item)
-            .is_some_and(|dims| non_contiguous_pieces(dims).iter().any(|&(o, n)| table.is_blocked(base.wrapping_add(o as usize), n.max(0) as usize, owner)));
+        return non_contiguous_dims(item).is_some_and(|dims| {
+            non_contiguous_pieces(dims).iter().any(|&(o, n)| {
+                table.is_blocked(base.wrapping_add(o as usize), n.max(0) as usize, owner)
+            })
+        });
     }
     if item.kind.contains(MapType::ATTACH) {
         // The pointer variable at `base` and the pointee at `begin`.
-        return table.is_blocked(base, size.max(POINTER_SIZE), owner) || table.is_blocked(begin, 0, owner);
+        return table.is_blocked(base, size.max(POINTER_SIZE), owner)
+            || table.is_blocked(begin, 0, owner);
     }
-    let pointer = item.kind.contains(MapType::PTR_AND_OBJ) && table.is_blocked(base, POINTER_SIZE, owner);
+    let pointer =
+        item.kind.contains(MapType::PTR_AND_OBJ) && table.is_blocked(base, POINTER_SIZE, owner);
     pointer || table.is_blocked(begin, size, owner)
 }
-

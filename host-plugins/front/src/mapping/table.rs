@@ -58,7 +58,8 @@ impl MapEntry {
     /// Device address of host address `host` relative to this entry. `host` may lie before the
     /// entry (a pointer to the base of a mapped section), hence the wrapping arithmetic.
     pub fn device_address(&self, host: usize) -> usize {
-        self.device_begin.wrapping_add(host.wrapping_sub(self.host_begin))
+        self.device_begin
+            .wrapping_add(host.wrapping_sub(self.host_begin))
     }
     /// Whether an unmap of this entry with the given counter is the one that removes it
     /// (LLVM's "is last"): the other counter is zero and this one would reach zero.
@@ -66,7 +67,11 @@ impl MapEntry {
         if self.infinite {
             return false;
         }
-        let (this, other) = if hold { (self.hold_refs, self.dynamic_refs) } else { (self.dynamic_refs, self.hold_refs) };
+        let (this, other) = if hold {
+            (self.hold_refs, self.dynamic_refs)
+        } else {
+            (self.dynamic_refs, self.hold_refs)
+        };
         other == 0 && (force_delete || this == 1)
     }
 }
@@ -151,7 +156,11 @@ impl MappingTable {
         }
         if let Some((&key, record)) = below {
             if begin < record.entry.host_end {
-                return if end <= record.entry.host_end { Lookup::Contained(key) } else { Lookup::PartialOverlap(key) };
+                return if end <= record.entry.host_end {
+                    Lookup::Contained(key)
+                } else {
+                    Lookup::PartialOverlap(key)
+                };
             }
         }
         match above {
@@ -185,7 +194,15 @@ impl MappingTable {
     /// Adds an entry created for a list item whose base address is `host_base`; its device
     /// allocation starts `padding` bytes before `entry.device_begin`.
     pub fn insert_mapped(&mut self, entry: MapEntry, host_base: usize, padding: usize) {
-        self.records.insert(entry.host_begin, Record { entry, host_base, padding, shadows: Vec::new() });
+        self.records.insert(
+            entry.host_begin,
+            Record {
+                entry,
+                host_base,
+                padding,
+                shadows: Vec::new(),
+            },
+        );
     }
 
     /// Removes an entry together with its attached pointers.
@@ -210,8 +227,14 @@ impl MappingTable {
     /// now holds `shadow.device_value`. Returns false when it already did, so the caller can
     /// skip writing it again.
     pub fn attach(&mut self, key: usize, shadow: ShadowPointer) -> bool {
-        let Some(record) = self.records.get_mut(&key) else { return false };
-        match record.shadows.iter_mut().find(|s| s.host_address == shadow.host_address) {
+        let Some(record) = self.records.get_mut(&key) else {
+            return false;
+        };
+        match record
+            .shadows
+            .iter_mut()
+            .find(|s| s.host_address == shadow.host_address)
+        {
             Some(existing) if *existing == shadow => false,
             Some(existing) => {
                 *existing = shadow;
@@ -229,14 +252,21 @@ impl MappingTable {
     ///
     /// [`attach`]: Self::attach
     pub fn detach(&mut self, key: usize, host_address: usize, previous: Option<ShadowPointer>) {
-        let Some(record) = self.records.get_mut(&key) else { return };
+        let Some(record) = self.records.get_mut(&key) else {
+            return;
+        };
         record.shadows.retain(|s| s.host_address != host_address);
         record.shadows.extend(previous);
     }
 
     /// The attached pointer recorded at `host_address` in entry `key`.
     pub fn shadow(&self, key: usize, host_address: usize) -> Option<ShadowPointer> {
-        self.records.get(&key)?.shadows.iter().find(|s| s.host_address == host_address).copied()
+        self.records
+            .get(&key)?
+            .shadows
+            .iter()
+            .find(|s| s.host_address == host_address)
+            .copied()
     }
 
     /// Marks `[begin, end)` busy for construct `owner` until [`release`](Self::release).
@@ -266,14 +296,21 @@ impl MappingTable {
         if self.busy.is_empty() {
             return false;
         }
-        let overlaps = |b: usize, e: usize| self.busy.iter().any(|r| r.owner != owner && r.begin < e && b < r.end);
+        let overlaps = |b: usize, e: usize| {
+            self.busy
+                .iter()
+                .any(|r| r.owner != owner && r.begin < e && b < r.end)
+        };
         if overlaps(begin, begin.saturating_add(size.max(1))) {
             return true;
         }
         match self.lookup(begin, size) {
             Lookup::Contained(key) | Lookup::PartialOverlap(key) => {
                 let entry = &self.records[&key].entry;
-                overlaps(entry.host_begin, entry.host_end.max(entry.host_begin.saturating_add(1)))
+                overlaps(
+                    entry.host_begin,
+                    entry.host_end.max(entry.host_begin.saturating_add(1)),
+                )
             }
             Lookup::Absent => false,
         }
@@ -284,7 +321,11 @@ impl MappingTable {
         let pointer = std::mem::size_of::<usize>();
         let end = begin.saturating_add(size);
         self.records.get(&key).map_or_else(Vec::new, |r| {
-            r.shadows.iter().filter(|s| s.host_address >= begin && s.host_address + pointer <= end).copied().collect()
+            r.shadows
+                .iter()
+                .filter(|s| s.host_address >= begin && s.host_address + pointer <= end)
+                .copied()
+                .collect()
         })
     }
 }
@@ -319,7 +360,10 @@ mod tests {
         assert_eq!(table.lookup(200, 100), Lookup::Absent);
         assert_eq!(table.lookup(200, 0), Lookup::Absent);
         assert_eq!(table.lookup(250, 60), Lookup::PartialOverlap(300));
-        assert_eq!(table.find(310, 4).map(|e| e.device_address(310)), Some(310 + 0x1000_0000));
+        assert_eq!(
+            table.find(310, 4).map(|e| e.device_address(310)),
+            Some(310 + 0x1000_0000)
+        );
     }
 
     #[test]
@@ -336,7 +380,10 @@ mod tests {
         let mut table = MappingTable::new();
         table.insert_mapped(entry(1240, 1400), 1000, 0);
         assert_eq!(table.lookup(1000, 0), Lookup::Contained(1240));
-        assert_eq!(table.find(1000, 0).map(|e| e.device_address(1000)), Some(1000 + 0x1000_0000));
+        assert_eq!(
+            table.find(1000, 0).map(|e| e.device_address(1000)),
+            Some(1000 + 0x1000_0000)
+        );
         assert_eq!(table.lookup(999, 0), Lookup::Absent);
         // Sized lookups never use the extended range.
         assert_eq!(table.lookup(1000, 1), Lookup::Absent);
@@ -364,10 +411,20 @@ mod tests {
     fn attached_pointers_are_recorded_once_and_go_with_their_entry() {
         let mut table = MappingTable::new();
         table.insert(entry(100, 200));
-        let shadow = ShadowPointer { host_address: 108, device_address: 0x1000_0000 + 108, device_value: 0x5000 };
+        let shadow = ShadowPointer {
+            host_address: 108,
+            device_address: 0x1000_0000 + 108,
+            device_value: 0x5000,
+        };
         assert!(table.attach(100, shadow));
         assert!(!table.attach(100, shadow));
-        assert!(table.attach(100, ShadowPointer { device_value: 0x6000, ..shadow }));
+        assert!(table.attach(
+            100,
+            ShadowPointer {
+                device_value: 0x6000,
+                ..shadow
+            }
+        ));
         assert_eq!(table.shadows_within(100, 100, 100).len(), 1);
         assert_eq!(table.shadows_within(100, 100, 8).len(), 0);
         assert_eq!(table.shadows_within(100, 108, 8)[0].device_value, 0x6000);
@@ -380,7 +437,10 @@ mod tests {
     fn removal_reports_the_padded_allocation() {
         let mut table = MappingTable::new();
         table.insert_mapped(entry(108, 200), 100, 8);
-        assert_eq!(table.remove_with_allocation(108), Some((entry(108, 200), 108 + 0x1000_0000 - 8)));
+        assert_eq!(
+            table.remove_with_allocation(108),
+            Some((entry(108, 200), 108 + 0x1000_0000 - 8))
+        );
         assert!(table.is_empty());
     }
 
@@ -392,7 +452,10 @@ mod tests {
         table.mark_busy(1240, 1400, 7);
         assert!(table.has_busy());
         assert!(table.is_blocked(1300, 4, 8));
-        assert!(!table.is_blocked(1300, 4, 7), "a construct never waits for itself");
+        assert!(
+            !table.is_blocked(1300, 4, 7),
+            "a construct never waits for itself"
+        );
         assert!(!table.is_blocked(1400, 8, 8));
         // A zero-length lookup of the base finds the busy entry.
         assert!(table.is_blocked(1000, 0, 8));
@@ -400,7 +463,10 @@ mod tests {
         table.remove(1240);
         table.mark_busy(2000, 2000, 9);
         assert!(table.is_blocked(1240, 1, 8));
-        assert!(table.is_blocked(2000, 0, 8), "a zero-length range blocks its own address");
+        assert!(
+            table.is_blocked(2000, 0, 8),
+            "a zero-length range blocks its own address"
+        );
         assert!(table.release(7));
         assert!(!table.release(7));
         assert!(!table.is_blocked(1240, 160, 8));
@@ -412,9 +478,16 @@ mod tests {
     fn detach_undoes_an_attachment() {
         let mut table = MappingTable::new();
         table.insert(entry(100, 200));
-        let first = ShadowPointer { host_address: 108, device_address: 0x1000_0000 + 108, device_value: 0x5000 };
+        let first = ShadowPointer {
+            host_address: 108,
+            device_address: 0x1000_0000 + 108,
+            device_value: 0x5000,
+        };
         table.attach(100, first);
-        let second = ShadowPointer { device_value: 0x6000, ..first };
+        let second = ShadowPointer {
+            device_value: 0x6000,
+            ..first
+        };
         table.attach(100, second);
         table.detach(100, 108, Some(first));
         assert_eq!(table.shadow(100, 108), Some(first));

@@ -1,6 +1,8 @@
 //! `target update to/from`, contiguous and non-contiguous.
 
-use super::items::{expand, item_size, non_contiguous_dims, non_contiguous_pieces, present_missing, MapItem};
+use super::items::{
+    expand, item_size, non_contiguous_dims, non_contiguous_pieces, present_missing, MapItem,
+};
 use super::phase::Phase;
 use super::table::{Lookup, MappingTable};
 use crate::runtime::DeviceState;
@@ -18,18 +20,33 @@ pub fn update(device: &DeviceState, items: &[MapItem]) -> Result<()> {
         } else if item.kind.contains(MapType::NON_CONTIG) {
             update_non_contiguous(&mut phase, &mut table, item)
         } else {
-            update_contiguous(&mut phase, &mut table, item.kind, item.begin as usize, item_size(item))
+            update_contiguous(
+                &mut phase,
+                &mut table,
+                item.kind,
+                item.begin as usize,
+                item_size(item),
+            )
         }
     });
     phase.complete(table, decided, false)
 }
 
 /// One contiguous piece of a `target update`: it must lie inside one mapping.
-pub(super) fn update_contiguous(phase: &mut Phase<'_>, table: &mut MappingTable, kind: MapType, host: usize, size: usize) -> Result<()> {
+pub(super) fn update_contiguous(
+    phase: &mut Phase<'_>,
+    table: &mut MappingTable,
+    kind: MapType,
+    host: usize,
+    size: usize,
+) -> Result<()> {
     let Lookup::Contained(key) = table.lookup(host, size) else {
         if kind.contains(MapType::PRESENT) {
             present_missing("motion", host, size);
-            return Err(OffloadError::new(ErrorKind::MappingError, "'present' update of an unmapped item"));
+            return Err(OffloadError::new(
+                ErrorKind::MappingError,
+                "'present' update of an unmapped item",
+            ));
         }
         return Ok(());
     };
@@ -46,11 +63,15 @@ pub(super) fn update_contiguous(phase: &mut Phase<'_>, table: &mut MappingTable,
     Ok(())
 }
 
-
-
 /// Non-contiguous `target update`.
-pub(super) fn update_non_contiguous(phase: &mut Phase<'_>, table: &mut MappingTable, item: &MapItem) -> Result<()> {
-    let Some(dims) = non_contiguous_dims(item) else { return Ok(()) };
+pub(super) fn update_non_contiguous(
+    phase: &mut Phase<'_>,
+    table: &mut MappingTable,
+    item: &MapItem,
+) -> Result<()> {
+    let Some(dims) = non_contiguous_dims(item) else {
+        return Ok(());
+    };
     let base = item.base as usize;
     for (offset, length) in non_contiguous_pieces(dims) {
         let host = base.wrapping_add(offset as usize);

@@ -8,7 +8,8 @@ use crate::mapping::table::{MapEntry, MappingTable};
 use rustomp_abi::{EntryFlags, FptrMapEntry};
 use rustomp_plugin::layout::IndirectTable;
 use rustomp_plugin::{
-    Device, DeviceGlobal, ErrorKind, KernelHandle, LaunchConfig, LoadedImage, OffloadError, Plugin, Result,
+    Device, DeviceGlobal, ErrorKind, KernelHandle, LaunchConfig, LoadedImage, OffloadError, Plugin,
+    Result,
 };
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -68,9 +69,15 @@ impl DeviceState {
     }
 
     /// Releases the table until another phase ends its busy ranges.
-    pub fn wait_for_transfers<'a>(&'a self, table: MutexGuard<'a, MappingTable>) -> MutexGuard<'a, MappingTable> {
+    pub fn wait_for_transfers<'a>(
+        &'a self,
+        table: MutexGuard<'a, MappingTable>,
+    ) -> MutexGuard<'a, MappingTable> {
         self.waiting.fetch_add(1, Ordering::Relaxed);
-        let table = self.transfers_done.wait(table).unwrap_or_else(|e| e.into_inner());
+        let table = self
+            .transfers_done
+            .wait(table)
+            .unwrap_or_else(|e| e.into_inner());
         self.waiting.fetch_sub(1, Ordering::Relaxed);
         table
     }
@@ -186,9 +193,24 @@ impl DeviceState {
                     format!("device {}: {kind} '{name}' of the registered program is not in its device image", self.id),
                 )
             };
-            let lookup_failed = |e: OffloadError| e.context(format_args!("device {}: looking up '{name}' of the registered program", self.id));
-            let kernel = || -> Result<KernelHandle> { image.kernel(&name).map_err(lookup_failed)?.ok_or_else(|| missing("kernel")) };
-            let global = || -> Result<DeviceGlobal> { image.global(&name).map_err(lookup_failed)?.ok_or_else(|| missing("global")) };
+            let lookup_failed = |e: OffloadError| {
+                e.context(format_args!(
+                    "device {}: looking up '{name}' of the registered program",
+                    self.id
+                ))
+            };
+            let kernel = || -> Result<KernelHandle> {
+                image
+                    .kernel(&name)
+                    .map_err(lookup_failed)?
+                    .ok_or_else(|| missing("kernel"))
+            };
+            let global = || -> Result<DeviceGlobal> {
+                image
+                    .global(&name)
+                    .map_err(lookup_failed)?
+                    .ok_or_else(|| missing("global"))
+            };
             if flags.intersects(EntryFlags::INDIRECT | EntryFlags::INDIRECT_VTABLE) {
                 let symbol = global()?;
                 let mut device_fn = 0u64;
@@ -209,8 +231,14 @@ impl DeviceState {
                 // As LLVM 22: the host function maps to the device function, so a function
                 // pointer a region captures arrives as the device's address.
                 let host = entry.address as usize;
-                if flags.contains(EntryFlags::INDIRECT) && table.find(host, POINTER_BYTES).is_none() {
-                    table.insert(MapEntry::infinite(host, POINTER_BYTES, device_fn as usize, entry.symbol_name as usize));
+                if flags.contains(EntryFlags::INDIRECT) && table.find(host, POINTER_BYTES).is_none()
+                {
+                    table.insert(MapEntry::infinite(
+                        host,
+                        POINTER_BYTES,
+                        device_fn as usize,
+                        entry.symbol_name as usize,
+                    ));
                     loaded.globals.push(host);
                 }
             } else if entry.size == 0 {
@@ -233,9 +261,20 @@ impl DeviceState {
                     // target global is set to the host copy's address (clang's host global of
                     // the same name holds it).
                     // SAFETY: the host entry's global holds `size` bytes; the device global too.
-                    unsafe { self.backend.copy_to_device(symbol.address, entry.address, entry.size as usize)? };
+                    unsafe {
+                        self.backend.copy_to_device(
+                            symbol.address,
+                            entry.address,
+                            entry.size as usize,
+                        )?
+                    };
                 }
-                table.insert(MapEntry::infinite(host, entry.size as usize, symbol.address as usize, entry.symbol_name as usize));
+                table.insert(MapEntry::infinite(
+                    host,
+                    entry.size as usize,
+                    symbol.address as usize,
+                    entry.symbol_name as usize,
+                ));
                 loaded.globals.push(host);
             }
         }
@@ -323,13 +362,25 @@ pub fn dump_table(device: usize, table: &MappingTable, at: &diag::SourceInfo, to
         }
     };
     if table.is_empty() {
-        line(format_args!("OpenMP Host-Device pointer mappings table empty"));
+        line(format_args!(
+            "OpenMP Host-Device pointer mappings table empty"
+        ));
         return;
     }
-    line(format_args!("OpenMP Host-Device pointer mappings after block at {}:{}:{}:", at.file, at.line, at.column));
-    line(format_args!("{:<18} {:<18} {} {} {} {}", "Host Ptr", "Target Ptr", "Size (B)", "DynRefCount", "HoldRefCount", "Declaration"));
+    line(format_args!(
+        "OpenMP Host-Device pointer mappings after block at {}:{}:{}:",
+        at.file, at.line, at.column
+    ));
+    line(format_args!(
+        "{:<18} {:<18} {} {} {} {}",
+        "Host Ptr", "Target Ptr", "Size (B)", "DynRefCount", "HoldRefCount", "Declaration"
+    ));
     for e in table.iter() {
-        let dynamic = if e.infinite { "INF".to_string() } else { e.dynamic_refs.to_string() };
+        let dynamic = if e.infinite {
+            "INF".to_string()
+        } else {
+            e.dynamic_refs.to_string()
+        };
         let name = diag::SourceInfo::of_name(e.name as *const std::ffi::c_char);
         line(format_args!(
             "{} {} {:<8} {:<11} {:<12} {} at {}:{}:{}",

@@ -70,6 +70,16 @@ pub(super) fn parse_container(start: usize, end: usize) -> std::result::Result<R
     // An image of a format the built-in plugins read (or claiming to be an ELF) is checked
     // here, once, before any loader; any other format is an external plugin's to judge.
     let ours = contained.starts_with(b"\x7fELF") || image::classify(contained).is_some();
-    let corrupted = if ours { image::validate(contained).err() } else { None };
-    Ok(RawImage { start: start + found.offset, len: found.len, triple: found.triple, arch: found.arch, corrupted })
+    let corrupted = if ours {
+        image::validate(contained).err()
+    } else {
+        None
+    };
+    Ok(RawImage {
+        start: start + found.offset,
+        len: found.len,
+        triple: found.triple,
+        arch: found.arch,
+        corrupted,
+    })
 }

@@ -69,8 +69,12 @@ impl Runtime {
             Vec::new()
         } else {
             let mut built_in: Vec<Box<dyn Plugin>> = vec![
-                Box::new(rustomp_cuda_plugin::CudaPlugin::new(rustomp_cuda_plugin::CudaDriver::new())),
-                Box::new(rustomp_amdgpu_plugin::AmdgpuPlugin::new(rustomp_amdgpu_plugin::AmdgpuDriver::new())),
+                Box::new(rustomp_cuda_plugin::CudaPlugin::new(
+                    rustomp_cuda_plugin::CudaDriver::new(),
+                )),
+                Box::new(rustomp_amdgpu_plugin::AmdgpuPlugin::new(
+                    rustomp_amdgpu_plugin::AmdgpuDriver::new(),
+                )),
                 Box::new(rustomp_host_plugin::HostPlugin::new()),
             ];
             // Target RTLs found by naming convention come after ours (see `external`).
@@ -125,7 +129,11 @@ impl Runtime {
             if let Some(why) = &raw.corrupted {
                 reasons.push(format!("corrupted image: {why}"));
             }
-            let plugins = if raw.corrupted.is_some() { &[][..] } else { &self.plugins[..] };
+            let plugins = if raw.corrupted.is_some() {
+                &[][..]
+            } else {
+                &self.plugins[..]
+            };
             for (p, plugin) in plugins.iter().enumerate() {
                 if !plugin.is_compatible(&info) {
                     continue;
@@ -193,7 +201,9 @@ impl Runtime {
     /// The device if it is open already (no device is opened just to be looked at).
     pub fn opened_device(&self, id: usize) -> Option<Arc<DeviceState>> {
         let slot = self.slots().get(id).cloned()?;
-        slot.state.get().and_then(|state| state.as_ref().ok().cloned())
+        slot.state
+            .get()
+            .and_then(|state| state.as_ref().ok().cloned())
     }
 
     /// The device, opened and with every registered library's images loaded.
@@ -215,9 +225,9 @@ impl Runtime {
             .state
             .get_or_init(|| {
                 let plugin = &self.plugins[slot.plugin];
-                plugin
-                    .open_device(slot.index, id, total)
-                    .map(|backend| Arc::new(DeviceState::new(id, crate::profile::observe(id, backend))))
+                plugin.open_device(slot.index, id, total).map(|backend| {
+                    Arc::new(DeviceState::new(id, crate::profile::observe(id, backend)))
+                })
             })
             .clone()?;
         let generation = self.generation.load(Ordering::Acquire);
@@ -269,15 +279,25 @@ impl Runtime {
     /// A registered program's `requires` flags: the first non-zero set is kept, and every later
     /// one must agree on each clause LLVM compares (fatal error 2 otherwise, as LLVM's).
     fn add_requirements(&self, flags: u64) {
-        const CLAUSES: [(u64, &str); 4] = [(0x2, "reverse_offload"), (0x4, "unified_address"), (0x8, "unified_shared_memory"), (0x10, "dynamic_allocators")];
+        const CLAUSES: [(u64, &str); 4] = [
+            (0x2, "reverse_offload"),
+            (0x4, "unified_address"),
+            (0x8, "unified_shared_memory"),
+            (0x10, "dynamic_allocators"),
+        ];
         if flags == 0 {
             return;
         }
-        let previous = self.requires.compare_exchange(0, flags, Ordering::AcqRel, Ordering::Acquire);
+        let previous =
+            self.requires
+                .compare_exchange(0, flags, Ordering::AcqRel, Ordering::Acquire);
         let Err(set) = previous else { return };
         for (bit, clause) in CLAUSES {
             if set & bit != flags & bit {
-                diag::fatal(2, &format!("'#pragma omp requires {clause}' not used consistently!"));
+                diag::fatal(
+                    2,
+                    &format!("'#pragma omp requires {clause}' not used consistently!"),
+                );
             }
         }
     }
@@ -297,9 +317,11 @@ impl Runtime {
         }
         let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
         libraries.retain(|l| l.id != id);
-        self.unserved.lock().unwrap_or_else(|e| e.into_inner()).retain(|(library, _)| *library != id);
+        self.unserved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(library, _)| *library != id);
     }
-
 
     fn load_images(&self, state: &DeviceState, generation: u64) -> Result<()> {
         let libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
@@ -308,6 +330,12 @@ impl Runtime {
             (slots[state.id].plugin, slots[state.id].index)
         };
         let requires_usm = self.requires_unified_shared_memory();
-        state.load_images(&*self.plugins[plugin], index, &libraries, generation, requires_usm)
+        state.load_images(
+            &*self.plugins[plugin],
+            index,
+            &libraries,
+            generation,
+            requires_usm,
+        )
     }
 }

@@ -169,4 +169,3 @@ pub trait Backend: Send + Sync + 'static {
         Err("the GPU cannot access pageable host memory".into())
     }
 }
-

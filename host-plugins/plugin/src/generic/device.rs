@@ -115,13 +115,22 @@ impl<B: Backend> Device for GenericDevice<B> {
         if bytes == 0 {
             return Ok(());
         }
-        let staged = self.core.backend.stages_pageable_copies() && self.staging.wanted(host as u64, bytes);
+        let staged =
+            self.core.backend.stages_pageable_copies() && self.staging.wanted(host as u64, bytes);
         // SAFETY: the trait's contract, which the staged copy's asks for too.
         unsafe {
             if staged {
-                self.staging.copy(&self.core, Direction::ToDevice, host as u64, device as u64, bytes)
+                self.staging.copy(
+                    &self.core,
+                    Direction::ToDevice,
+                    host as u64,
+                    device as u64,
+                    bytes,
+                )
             } else {
-                self.core.backend.copy_to_device(device as u64, host as *const u8, bytes)
+                self.core
+                    .backend
+                    .copy_to_device(device as u64, host as *const u8, bytes)
             }
         }
         .map_err(|e| {
@@ -141,13 +150,22 @@ impl<B: Backend> Device for GenericDevice<B> {
         if bytes == 0 {
             return Ok(());
         }
-        let staged = self.core.backend.stages_pageable_copies() && self.staging.wanted(host as u64, bytes);
+        let staged =
+            self.core.backend.stages_pageable_copies() && self.staging.wanted(host as u64, bytes);
         // SAFETY: the trait's contract, which the staged copy's asks for too.
         unsafe {
             if staged {
-                self.staging.copy(&self.core, Direction::FromDevice, host as u64, device as u64, bytes)
+                self.staging.copy(
+                    &self.core,
+                    Direction::FromDevice,
+                    host as u64,
+                    device as u64,
+                    bytes,
+                )
             } else {
-                self.core.backend.copy_from_device(host as *mut u8, device as u64, bytes)
+                self.core
+                    .backend
+                    .copy_from_device(host as *mut u8, device as u64, bytes)
             }
         }
         .map_err(|e| {
@@ -224,9 +242,11 @@ impl<B: Backend> Device for GenericDevice<B> {
                 format!("{} x {}", grid.default_teams, grid.default_threads),
             ),
             ("Resident warps", info.hardware_parallelism.to_string()),
-            ("Timer frequency", format!("{} Hz (omp_get_wtime)", info.clock_frequency)),
+            (
+                "Timer frequency",
+                format!("{} Hz (omp_get_wtime)", info.clock_frequency),
+            ),
             ("Driver", core.backend.describe()),
         ]
     }
 }
-

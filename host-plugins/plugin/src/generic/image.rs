@@ -2,13 +2,16 @@
 //! the globals the generic layer writes (the device environment, the indirect-call table, the
 //! host-call port), symbol lookups by kind, and the device `printf` drain.
 
-use super::shared::{Allocation, DeviceCore};
 use super::kernel::Kernel;
+use super::shared::{Allocation, DeviceCore};
 use super::{locked, Backend, GlobalSymbol, Initializers};
 use crate::diag;
 use crate::image::{self, ImageKind, KernelParameters};
 use crate::layout::{self, IndirectTable};
-use crate::{AllocKind, DeviceGlobal, ErrorKind, ImageInfo, KernelHandle, LaunchConfig, LoadedImage, OffloadError, Result};
+use crate::{
+    AllocKind, DeviceGlobal, ErrorKind, ImageInfo, KernelHandle, LaunchConfig, LoadedImage,
+    OffloadError, Result,
+};
 use core::ffi::c_void;
 use core::ptr::NonNull;
 use rustomp_abi::{symbols, DeviceEnvironment};
@@ -44,7 +47,6 @@ pub struct GenericImage<B: Backend> {
     pub(super) published: Mutex<Published<B>>,
 }
 
-
 impl<B: Backend> GenericImage<B> {
     pub(super) fn load(core: &Arc<DeviceCore<B>>, image: &ImageInfo<'_>) -> Result<Self> {
         let label = &core.label;
@@ -55,7 +57,11 @@ impl<B: Backend> GenericImage<B> {
             )
         };
         let kind = image::validate(image.bytes).map_err(|why| {
-            invalid(format!("{} bytes, corrupted or of no format the {} plugin runs: {why}", image.bytes.len(), core.plugin))
+            invalid(format!(
+                "{} bytes, corrupted or of no format the {} plugin runs: {why}",
+                image.bytes.len(),
+                core.plugin
+            ))
         })?;
         let module = core
             .backend
@@ -199,13 +205,24 @@ const PRINTF_BUFFER: &str = "__rustomp_printf_buffer";
 
 impl<B: Backend> LoadedImage for GenericImage<B> {
     fn find_kernel(&self, name: &str) -> Result<Option<NonNull<c_void>>> {
-        let function = self.core.backend.function(self.module(), name).map_err(|e| {
-            e.context(format_args!("{}: looking up kernel {name}", self.core.label))
-        })?;
+        let function = self
+            .core
+            .backend
+            .function(self.module(), name)
+            .map_err(|e| {
+                e.context(format_args!(
+                    "{}: looking up kernel {name}",
+                    self.core.label
+                ))
+            })?;
         let Some(function) = function else {
             diag::debug(
                 self.core.plugin,
-                format_args!("{}: the {} has no kernel {name}", self.core.label, self.kind.label()),
+                format_args!(
+                    "{}: the {} has no kernel {name}",
+                    self.core.label,
+                    self.kind.label()
+                ),
             );
             return Ok(None);
         };

@@ -126,5 +126,4 @@ impl<B: Backend> GenericImage<B> {
         )?;
         Ok(Some((array, pointers.len() / 8)))
     }
-
 }

@@ -23,5 +23,3 @@ pub(super) struct KernelFacts {
     /// What the kernel declares (driver first, else the image), `None` when neither says.
     pub(super) parameters: Option<KernelParameters>,
 }
-
-

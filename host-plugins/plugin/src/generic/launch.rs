@@ -3,8 +3,8 @@
 //! ([`crate::geometry`]), the launch environment and teams-reduction buffer, host calls served
 //! while it runs.
 
-use super::shared::Allocation;
 use super::kernel::{Kernel, KernelFacts};
+use super::shared::Allocation;
 use super::{locked, Backend, GenericImage, KernelLaunch, KernelParameters};
 use crate::diag;
 use crate::geometry::{self, KernelShape};
@@ -79,7 +79,10 @@ impl<B: Backend> GenericImage<B> {
 
     /// The launch environment of one launch: a fresh one with its teams-reduction buffer, or
     /// the device's shared zeroed one. The returned allocations live until the launch ended.
-    pub(super) fn launch_environment(&self, facts: &KernelFacts) -> Result<(u64, Vec<Allocation<B>>)> {
+    pub(super) fn launch_environment(
+        &self,
+        facts: &KernelFacts,
+    ) -> Result<(u64, Vec<Allocation<B>>)> {
         let core = &self.core;
         if facts.reduction_bytes > 0 {
             let buffer = Allocation::new(
@@ -206,18 +209,13 @@ impl<B: Backend> GenericImage<B> {
             .map_err(|e| e.context(format_args!("{label}: {}", what())))?;
         self.drain_printf()
     }
-
 }
 
 /// Refuses a launch whose values (the launch environment, then one per argument) are not what
 /// the kernel declares: a driver would read past them (or ignore some) and the kernel would
 /// run on garbage, or the host process die inside the driver. LLVM stops such a launch with
 /// "mismatch in kernel arguments" too.
-fn check_arguments(
-    kernel: &str,
-    declared: Option<KernelParameters>,
-    given: usize,
-) -> Result<()> {
+fn check_arguments(kernel: &str, declared: Option<KernelParameters>, given: usize) -> Result<()> {
     let Some(declared) = declared else {
         return Ok(());
     };
@@ -239,4 +237,3 @@ fn check_arguments(
         ),
     ))
 }
-

@@ -22,13 +22,13 @@
 //! share), [`device`], [`image`], [`kernel`], [`initializers`], [`launch`], [`staging`].
 
 mod backend;
-mod shared;
 mod device;
 mod image;
 mod initializers;
 mod kernel;
 mod launch;
 mod plugin;
+mod shared;
 mod staging;
 
 pub use backend::{
@@ -43,7 +43,6 @@ use std::sync::{Mutex, MutexGuard};
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
-
 
 #[cfg(test)]
 mod tests;

@@ -107,4 +107,3 @@ impl<D: Driver> Plugin for GenericPlugin<D> {
         Ok(Box::new(device))
     }
 }
-

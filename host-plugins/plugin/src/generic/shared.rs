@@ -60,7 +60,12 @@ impl<B: Backend> DeviceCore<B> {
         .map_err(|e| e.context(format_args!("{}: writing {what}", self.label)))
     }
 
-    pub(super) fn download(&self, address: u64, out: &mut [u8], what: impl fmt::Display) -> Result<()> {
+    pub(super) fn download(
+        &self,
+        address: u64,
+        out: &mut [u8],
+        what: impl fmt::Display,
+    ) -> Result<()> {
         if out.is_empty() {
             return Ok(());
         }
@@ -109,4 +114,3 @@ impl<B: Backend> Drop for Allocation<B> {
         }
     }
 }
-

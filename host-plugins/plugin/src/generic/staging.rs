@@ -34,7 +34,9 @@ const MIN_CHUNK: usize = 256 << 10;
 
 /// Host threads that copy between the user's buffer and the pinned ring.
 fn fillers() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get().saturating_sub(1)).clamp(1, 4)
+    std::thread::available_parallelism()
+        .map_or(2, |n| n.get().saturating_sub(1))
+        .clamp(1, 4)
 }
 
 /// Which way a staged copy goes.
@@ -58,7 +60,10 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl<B: Backend> Default for Staging<B> {
     fn default() -> Self {
-        Self { free: Mutex::new(Vec::new()), pinned: Mutex::new(BTreeMap::new()) }
+        Self {
+            free: Mutex::new(Vec::new()),
+            pinned: Mutex::new(BTreeMap::new()),
+        }
     }
 }
 
@@ -93,7 +98,12 @@ impl<B: Backend> Staging<B> {
             free.split_off(keep)
         };
         while ring.len() < count {
-            ring.push(Allocation::new(core, BUFFER_BYTES, AllocKind::Host, "a pinned staging buffer")?);
+            ring.push(Allocation::new(
+                core,
+                BUFFER_BYTES,
+                AllocKind::Host,
+                "a pinned staging buffer",
+            )?);
         }
         Ok(ring)
     }
@@ -115,7 +125,9 @@ impl<B: Backend> Staging<B> {
         device: u64,
         bytes: usize,
     ) -> Result<()> {
-        let chunk = (bytes / 8).next_multiple_of(64 << 10).clamp(MIN_CHUNK, BUFFER_BYTES);
+        let chunk = (bytes / 8)
+            .next_multiple_of(64 << 10)
+            .clamp(MIN_CHUNK, BUFFER_BYTES);
         let chunks = bytes.div_ceil(chunk);
         let fillers = fillers().min(chunks);
         let ring = self.take(core, fillers + 2)?;
@@ -124,11 +136,15 @@ impl<B: Backend> Staging<B> {
         let result = match direction {
             Direction::ToDevice => {
                 // SAFETY: forwarded from the caller.
-                unsafe { self.pipeline_to_device(core, &pinned, host, device, chunks, fillers, &span) }
+                unsafe {
+                    self.pipeline_to_device(core, &pinned, host, device, chunks, fillers, &span)
+                }
             }
             Direction::FromDevice => {
                 // SAFETY: forwarded from the caller.
-                unsafe { self.pipeline_from_device(core, &pinned, host, device, chunks, fillers, &span) }
+                unsafe {
+                    self.pipeline_from_device(core, &pinned, host, device, chunks, fillers, &span)
+                }
             }
         };
         self.give_back(ring);
@@ -142,7 +158,10 @@ impl<B: Backend> Staging<B> {
     /// # Safety
     /// As [`Staging::copy`]; `pinned` are this copy's buffers, `span(c)` chunk `c`'s offset and
     /// length within the copy.
-    #[allow(clippy::too_many_arguments, reason = "one copy's plan, split out of `copy`")]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one copy's plan, split out of `copy`"
+    )]
     unsafe fn pipeline_to_device(
         &self,
         core: &Arc<DeviceCore<B>>,
@@ -189,11 +208,19 @@ impl<B: Backend> Staging<B> {
             drop(filled_tx);
             // Returning (also early, on an error) drops `free_tx`: the fillers stop.
             for _ in 0..chunks {
-                let Ok((buffer, c)) = filled_rx.recv() else { break };
+                let Ok((buffer, c)) = filled_rx.recv() else {
+                    break;
+                };
                 let (offset, length) = span(c);
                 // SAFETY: the buffer is pinned memory holding the chunk; the range lies inside
                 // the caller's device memory.
-                unsafe { core.backend.copy_to_device(device + offset as u64, pinned[buffer] as *const u8, length) }?;
+                unsafe {
+                    core.backend.copy_to_device(
+                        device + offset as u64,
+                        pinned[buffer] as *const u8,
+                        length,
+                    )
+                }?;
                 // A filler that found no chunk left no longer receives: nothing to give back to.
                 let _ = free_tx.send(buffer);
             }
@@ -206,7 +233,10 @@ impl<B: Backend> Staging<B> {
     ///
     /// # Safety
     /// As [`Staging::pipeline_to_device`], the other way.
-    #[allow(clippy::too_many_arguments, reason = "one copy's plan, split out of `copy`")]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one copy's plan, split out of `copy`"
+    )]
     unsafe fn pipeline_from_device(
         &self,
         core: &Arc<DeviceCore<B>>,
@@ -250,8 +280,16 @@ impl<B: Backend> Staging<B> {
                 let buffer = free_rx.recv().expect("the drainers give every buffer back");
                 let (offset, length) = span(c);
                 // SAFETY: as in `pipeline_to_device`, the other way.
-                unsafe { core.backend.copy_from_device(pinned[buffer] as *mut u8, device + offset as u64, length) }?;
-                filled_tx.send((buffer, c)).expect("the drainers receive until it closes");
+                unsafe {
+                    core.backend.copy_from_device(
+                        pinned[buffer] as *mut u8,
+                        device + offset as u64,
+                        length,
+                    )
+                }?;
+                filled_tx
+                    .send((buffer, c))
+                    .expect("the drainers receive until it closes");
             }
             Ok(())
         })

@@ -71,7 +71,12 @@ impl Driver for MemoryDriver {
     fn initialize(&self) -> std::result::Result<Vec<()>, String> {
         Ok(vec![()])
     }
-    fn runs(&self, _device: &(), _kind: &ImageKind, _arch: &str) -> std::result::Result<(), String> {
+    fn runs(
+        &self,
+        _device: &(),
+        _kind: &ImageKind,
+        _arch: &str,
+    ) -> std::result::Result<(), String> {
         Ok(())
     }
     fn open(&self, _device: &(), _index: usize) -> Result<MemoryBackend> {
@@ -123,7 +128,10 @@ impl Backend for MemoryBackend {
         // The memory itself is leaked: tests are short.
         match self.record().live.remove(&address) {
             Some(_) => Ok(()),
-            None => Err(OffloadError::new(ErrorKind::InvalidArgument, format!("{address:#x} is no allocation"))),
+            None => Err(OffloadError::new(
+                ErrorKind::InvalidArgument,
+                format!("{address:#x} is no allocation"),
+            )),
         }
     }
     unsafe fn copy_to_device(&self, device: u64, host: *const u8, bytes: usize) -> Result<()> {
@@ -150,20 +158,38 @@ impl Backend for MemoryBackend {
             .map(|(name, initial)| {
                 let address = memory(initial.len());
                 // SAFETY: fresh memory of the initial bytes' size.
-                unsafe { std::ptr::copy_nonoverlapping(initial.as_ptr(), address as *mut u8, initial.len()) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        initial.as_ptr(),
+                        address as *mut u8,
+                        initial.len(),
+                    )
+                };
                 (*name, (address, initial.len()))
             })
             .collect();
-        let kernels = self.module.kernels.iter().enumerate().map(|(i, (name, _))| (*name, i)).collect();
+        let kernels = self
+            .module
+            .kernels
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| (*name, i))
+            .collect();
         Ok(MemoryModule { globals, kernels })
     }
     /// As CUDA's driver: the name of a kernel is an error, not "no such global".
     fn global(&self, module: &MemoryModule, name: &str) -> Result<Option<GlobalSymbol>> {
         self.record().global_lookups.push(name.into());
         if module.kernels.contains_key(name) {
-            return Err(OffloadError::new(ErrorKind::SymbolNotFound, format!("{name} is a kernel, not a global")));
+            return Err(OffloadError::new(
+                ErrorKind::SymbolNotFound,
+                format!("{name} is a kernel, not a global"),
+            ));
         }
-        Ok(module.globals.get(name).map(|&(address, size)| GlobalSymbol { address, size }))
+        Ok(module
+            .globals
+            .get(name)
+            .map(|&(address, size)| GlobalSymbol { address, size }))
     }
     fn function(&self, module: &MemoryModule, name: &str) -> Result<Option<KernelId>> {
         self.record().function_lookups.push(name.into());
@@ -171,7 +197,10 @@ impl Backend for MemoryBackend {
     }
     fn function_parameters(&self, function: KernelId) -> Result<Option<KernelParameters>> {
         let count = self.module.kernels[function.0].1;
-        Ok(Some(KernelParameters { count, bytes: 8 * count }))
+        Ok(Some(KernelParameters {
+            count,
+            bytes: 8 * count,
+        }))
     }
     fn function_max_threads(&self, _function: KernelId) -> Result<u32> {
         Ok(1024)
@@ -183,7 +212,9 @@ impl Backend for MemoryBackend {
         _while_running: Option<&mut dyn FnMut() -> bool>,
     ) -> Result<()> {
         let name = self.module.kernels[function.0].0.to_string();
-        self.record().launches.push((name, launch.blocks, launch.threads, launch.args.to_vec()));
+        self.record()
+            .launches
+            .push((name, launch.blocks, launch.threads, launch.args.to_vec()));
         Ok(())
     }
     fn describe(&self) -> String {
@@ -196,7 +227,10 @@ impl Backend for MemoryBackend {
 
 fn environment_module() -> ModuleSpec {
     ModuleSpec {
-        globals: vec![("__omp_rtl_device_environment", vec![0; 48]), ("counter", 7u32.to_le_bytes().to_vec())],
+        globals: vec![
+            ("__omp_rtl_device_environment", vec![0; 48]),
+            ("counter", 7u32.to_le_bytes().to_vec()),
+        ],
         kernels: vec![("spmd", 3), ("nvptx$device$init", 0)],
     }
 }
@@ -204,7 +238,11 @@ fn environment_module() -> ModuleSpec {
 /// A device of the in-memory plugin (device 2 of 3) and what its backend records.
 fn device(module: ModuleSpec, staged: bool) -> (Box<dyn Device>, Arc<Mutex<Record>>) {
     let record = Arc::new(Mutex::new(Record::default()));
-    let plugin = GenericPlugin::new(MemoryDriver { module, staged, record: Arc::clone(&record) });
+    let plugin = GenericPlugin::new(MemoryDriver {
+        module,
+        staged,
+        record: Arc::clone(&record),
+    });
     (plugin.open_device(0, 2, 3).unwrap(), record)
 }
 
@@ -213,7 +251,11 @@ fn cubin() -> Vec<u8> {
 }
 
 fn image(bytes: &[u8]) -> ImageInfo<'_> {
-    ImageInfo { bytes, triple: crate::image::TRIPLE_NVPTX.into(), arch: "sm_90".into() }
+    ImageInfo {
+        bytes,
+        triple: crate::image::TRIPLE_NVPTX.into(),
+        arch: "sm_90".into(),
+    }
 }
 
 #[test]
@@ -221,18 +263,40 @@ fn kernels_are_never_asked_for_as_globals() {
     let (device, record) = device(environment_module(), false);
     let bytes = cubin();
     let loaded = device.load_image(&image(&bytes)).unwrap();
-    let spmd = loaded.kernel("spmd").unwrap().expect("found by `function` alone");
+    let spmd = loaded
+        .kernel("spmd")
+        .unwrap()
+        .expect("found by `function` alone");
     let args = [std::ptr::null_mut(); 2];
     // SAFETY: the in-memory kernel takes the launch environment and two values.
     unsafe { loaded.launch(spmd, &args, &LaunchConfig::default()) }.unwrap();
     let record = record.lock().unwrap();
-    assert!(!record.global_lookups.iter().any(|n| n == "spmd" || n == "nvptx$device$init"), "{:?}", record.global_lookups);
-    assert!(!record.function_lookups.iter().any(|n| n == "counter" || n.starts_with("__omp_rtl")), "{:?}", record.function_lookups);
+    assert!(
+        !record
+            .global_lookups
+            .iter()
+            .any(|n| n == "spmd" || n == "nvptx$device$init"),
+        "{:?}",
+        record.global_lookups
+    );
+    assert!(
+        !record
+            .function_lookups
+            .iter()
+            .any(|n| n == "counter" || n.starts_with("__omp_rtl")),
+        "{:?}",
+        record.function_lookups
+    );
     assert_eq!(record.launches.iter().filter(|l| l.0 == "spmd").count(), 1);
     drop(record);
     // Asked anyway, the backend's error reaches the caller: never "not in the image".
     let e = loaded.global("spmd").unwrap_err();
-    assert!(e.message.contains("spmd is a kernel, not a global") && e.message.contains("looking up global spmd"), "{}", e.message);
+    assert!(
+        e.message.contains("spmd is a kernel, not a global")
+            && e.message.contains("looking up global spmd"),
+        "{}",
+        e.message
+    );
     assert_eq!(loaded.global("counter").unwrap().unwrap().size, 4);
     assert!(loaded.kernel("counter").unwrap().is_none());
 }
@@ -242,14 +306,25 @@ fn the_device_environment_is_written_at_load() {
     let (device, _record) = device(environment_module(), false);
     let bytes = cubin();
     let loaded = device.load_image(&image(&bytes)).unwrap();
-    let env = loaded.global("__omp_rtl_device_environment").unwrap().unwrap();
+    let env = loaded
+        .global("__omp_rtl_device_environment")
+        .unwrap()
+        .unwrap();
     let mut bytes = [0u8; 48];
     // SAFETY: the 48-byte global of this device.
     unsafe { device.copy_from_device(bytes.as_mut_ptr() as *mut c_void, env.address, 48) }.unwrap();
     let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
     assert_eq!((u32_at(4), u32_at(8)), (3, 2), "num_devices, device_num");
-    assert_eq!(u64::from_le_bytes(bytes[16..24].try_into().unwrap()), 1_000_000_000, "clock");
-    assert_eq!(u64::from_le_bytes(bytes[40..48].try_into().unwrap()), 64, "hardware parallelism");
+    assert_eq!(
+        u64::from_le_bytes(bytes[16..24].try_into().unwrap()),
+        1_000_000_000,
+        "clock"
+    );
+    assert_eq!(
+        u64::from_le_bytes(bytes[40..48].try_into().unwrap()),
+        64,
+        "hardware parallelism"
+    );
 }
 
 #[test]
@@ -263,14 +338,39 @@ fn launch_values_must_match_the_kernels_parameters() {
         // SAFETY: refused before the backend sees it.
         let e = unsafe { loaded.launch(spmd, &args, &LaunchConfig::default()) }.unwrap_err();
         assert_eq!(e.kind, ErrorKind::LaunchFailed);
-        assert!(e.message.contains("mismatch in kernel arguments: kernel spmd declares 3 parameter(s) (24 bytes)"), "{}", e.message);
+        assert!(
+            e.message.contains(
+                "mismatch in kernel arguments: kernel spmd declares 3 parameter(s) (24 bytes)"
+            ),
+            "{}",
+            e.message
+        );
     }
-    assert!(record.lock().unwrap().launches.iter().all(|l| l.0 != "spmd"), "none reached the backend");
+    assert!(
+        record
+            .lock()
+            .unwrap()
+            .launches
+            .iter()
+            .all(|l| l.0 != "spmd"),
+        "none reached the backend"
+    );
     let args = [0x10 as *mut c_void, 0x20 as *mut c_void];
     // SAFETY: the in-memory kernel takes the launch environment and two values.
     unsafe { loaded.launch(spmd, &args, &LaunchConfig::default()) }.unwrap();
-    let launch = record.lock().unwrap().launches.iter().find(|l| l.0 == "spmd").cloned().unwrap();
-    assert_eq!(&launch.3[1..], &[0x10, 0x20], "the values after the launch environment");
+    let launch = record
+        .lock()
+        .unwrap()
+        .launches
+        .iter()
+        .find(|l| l.0 == "spmd")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        &launch.3[1..],
+        &[0x10, 0x20],
+        "the values after the launch environment"
+    );
     assert_ne!(launch.3[0], 0, "a launch environment");
 }
 
@@ -284,24 +384,52 @@ fn only_large_pageable_copies_are_staged_and_nothing_leaks() {
     let pinned = device.alloc(bytes, AllocKind::Host).unwrap();
     // SAFETY: host buffers and allocations of `bytes` on this device.
     unsafe {
-        device.copy_to_device(d, input.as_ptr() as *const c_void, bytes).unwrap();
-        device.copy_from_device(output.as_mut_ptr() as *mut c_void, d, bytes).unwrap();
+        device
+            .copy_to_device(d, input.as_ptr() as *const c_void, bytes)
+            .unwrap();
+        device
+            .copy_from_device(output.as_mut_ptr() as *mut c_void, d, bytes)
+            .unwrap();
         device.copy_to_device(d, pinned, bytes).unwrap();
-        device.copy_to_device(d, input.as_ptr() as *const c_void, 4096).unwrap();
+        device
+            .copy_to_device(d, input.as_ptr() as *const c_void, 4096)
+            .unwrap();
     }
     assert!(input == output);
     let copies = std::mem::take(&mut record.lock().unwrap().copies_in);
     let user = input.as_ptr() as u64;
-    assert!(copies.iter().all(|&(host, _)| host != user || copies.last() == Some(&(user, 4096))), "{copies:?}");
-    let staged: usize = copies.iter().filter(|&&(host, n)| host != user && host != pinned as u64 && n < bytes).map(|c| c.1).sum();
-    assert_eq!(staged, bytes, "the pageable copy went through pinned buffers in chunks");
-    assert!(copies.contains(&(pinned as u64, bytes)), "memory the device pinned goes straight");
-    assert_eq!(copies.last(), Some(&(user, 4096)), "small copies go straight");
+    assert!(
+        copies
+            .iter()
+            .all(|&(host, _)| host != user || copies.last() == Some(&(user, 4096))),
+        "{copies:?}"
+    );
+    let staged: usize = copies
+        .iter()
+        .filter(|&&(host, n)| host != user && host != pinned as u64 && n < bytes)
+        .map(|c| c.1)
+        .sum();
+    assert_eq!(
+        staged, bytes,
+        "the pageable copy went through pinned buffers in chunks"
+    );
+    assert!(
+        copies.contains(&(pinned as u64, bytes)),
+        "memory the device pinned goes straight"
+    );
+    assert_eq!(
+        copies.last(),
+        Some(&(user, 4096)),
+        "small copies go straight"
+    );
     // SAFETY: allocations of this device, freed once.
     unsafe {
         device.free(d, AllocKind::Device).unwrap();
         device.free(pinned, AllocKind::Host).unwrap();
     }
     drop(device);
-    assert!(record.lock().unwrap().live.is_empty(), "the staging buffers go with the device");
+    assert!(
+        record.lock().unwrap().live.is_empty(),
+        "the staging buffers go with the device"
+    );
 }

@@ -54,9 +54,15 @@ fn cubin_parameters(bytes: &[u8]) -> Option<HashMap<String, KernelParameters>> {
     let sections = header.sections(LE, bytes).ok()?;
     let mut found = HashMap::new();
     for section in sections.iter() {
-        let Ok(name) = sections.section_name(LE, section) else { continue };
-        let Some(kernel) = name.strip_prefix(NV_INFO_PREFIX) else { continue };
-        let Ok(records) = section.data(LE, bytes) else { continue };
+        let Ok(name) = sections.section_name(LE, section) else {
+            continue;
+        };
+        let Some(kernel) = name.strip_prefix(NV_INFO_PREFIX) else {
+            continue;
+        };
+        let Ok(records) = section.data(LE, bytes) else {
+            continue;
+        };
         if let Some(parameters) = nv_info_parameters(records) {
             found.insert(String::from_utf8_lossy(kernel).into_owned(), parameters);
         }
@@ -118,7 +124,9 @@ fn ptx_parameters(text: &str) -> HashMap<String, KernelParameters> {
             }
             continue;
         };
-        let Some(close) = rest[open..].find(')') else { break };
+        let Some(close) = rest[open..].find(')') else {
+            break;
+        };
         let list = &rest[open + 1..open + close];
         let mut parameters = KernelParameters { count: 0, bytes: 0 };
         for declaration in list.split(',').filter(|d| d.contains(".param")) {
@@ -135,11 +143,18 @@ fn ptx_parameters(text: &str) -> HashMap<String, KernelParameters> {
 fn ptx_parameter_bytes(declaration: &str) -> usize {
     if let (Some(open), Some(close)) = (declaration.find('['), declaration.find(']')) {
         let elements: usize = declaration[open + 1..close].trim().parse().unwrap_or(1);
-        let element = if declaration.contains(".b8") || declaration.contains(".u8") { 1 } else { 8 };
+        let element = if declaration.contains(".b8") || declaration.contains(".u8") {
+            1
+        } else {
+            8
+        };
         return elements * element;
     }
     for (width, bytes) in [("16", 2), ("32", 4), ("64", 8), ("8", 1)] {
-        if [".u", ".s", ".b", ".f"].iter().any(|t| declaration.contains(&format!("{t}{width} "))) {
+        if [".u", ".s", ".b", ".f"]
+            .iter()
+            .any(|t| declaration.contains(&format!("{t}{width} ")))
+        {
             return bytes;
         }
     }
@@ -153,7 +168,9 @@ fn amdgpu_parameters(bytes: &[u8]) -> Option<HashMap<String, KernelParameters>> 
     let header = FileHeader64::<LE>::parse(bytes).ok()?;
     let sections = header.sections(LE, bytes).ok()?;
     for section in sections.iter().filter(|s| s.sh_type(LE) == SHT_NOTE) {
-        let Ok(Some(mut notes)) = section.notes(LE, bytes) else { continue };
+        let Ok(Some(mut notes)) = section.notes(LE, bytes) else {
+            continue;
+        };
         while let Ok(Some(note)) = notes.next() {
             if note.name() == b"AMDGPU" && note.n_type(LE).0 == NT_AMDGPU_METADATA {
                 return amdgpu_metadata_parameters(note.desc());
@@ -169,14 +186,26 @@ fn amdgpu_metadata_parameters(metadata: &[u8]) -> Option<HashMap<String, KernelP
     let kernels = root.get("amdhsa.kernels")?.as_array()?;
     let mut found = HashMap::new();
     for kernel in kernels {
-        let Some(name) = kernel.get(".name").and_then(|n| n.as_str()) else { continue };
+        let Some(name) = kernel.get(".name").and_then(|n| n.as_str()) else {
+            continue;
+        };
         let mut parameters = KernelParameters { count: 0, bytes: 0 };
-        for argument in kernel.get(".args").and_then(|a| a.as_array()).unwrap_or(&[]) {
-            let kind = argument.get(".value_kind").and_then(|k| k.as_str()).unwrap_or("");
+        for argument in kernel
+            .get(".args")
+            .and_then(|a| a.as_array())
+            .unwrap_or(&[])
+        {
+            let kind = argument
+                .get(".value_kind")
+                .and_then(|k| k.as_str())
+                .unwrap_or("");
             if kind.starts_with("hidden_") {
                 continue;
             }
-            let offset = argument.get(".offset").and_then(|o| o.as_uint()).unwrap_or(0) as usize;
+            let offset = argument
+                .get(".offset")
+                .and_then(|o| o.as_uint())
+                .unwrap_or(0) as usize;
             let size = argument.get(".size").and_then(|s| s.as_uint()).unwrap_or(0) as usize;
             parameters.count += 1;
             parameters.bytes = parameters.bytes.max(offset + size);
@@ -244,7 +273,11 @@ mod msgpack {
 
     impl<'a> Reader<'a> {
         pub fn new(bytes: &'a [u8]) -> Self {
-            Self { bytes, at: 0, depth: 0 }
+            Self {
+                bytes,
+                at: 0,
+                depth: 0,
+            }
         }
 
         fn take(&mut self, n: usize) -> Option<&'a [u8]> {
@@ -254,7 +287,11 @@ mod msgpack {
         }
 
         fn uint(&mut self, n: usize) -> Option<u64> {
-            Some(self.take(n)?.iter().fold(0u64, |v, &b| v << 8 | u64::from(b)))
+            Some(
+                self.take(n)?
+                    .iter()
+                    .fold(0u64, |v, &b| v << 8 | u64::from(b)),
+            )
         }
 
         fn int(&mut self, n: usize) -> Option<i64> {
@@ -272,7 +309,10 @@ mod msgpack {
             if n > self.bytes.len() - self.at {
                 return None;
             }
-            (0..n).map(|_| self.value()).collect::<Option<_>>().map(Value::Array)
+            (0..n)
+                .map(|_| self.value())
+                .collect::<Option<_>>()
+                .map(Value::Array)
         }
 
         fn map(&mut self, n: usize) -> Option<Value<'a>> {
@@ -344,7 +384,9 @@ mod tests {
     /// abridged: a byte value, a half word, the parameter bank, its size, and the parameters.
     fn nv_info(parameters: u16) -> Vec<u8> {
         let mut records = vec![0x02, 0x6d, 0x00, 0x00, 0x03, 0x6b, 0x01, 0x00];
-        records.extend([0x04, 0x0a, 0x08, 0x00, 0x29, 0, 0, 0, 0x10, 0x02, 0x40, 0x00]);
+        records.extend([
+            0x04, 0x0a, 0x08, 0x00, 0x29, 0, 0, 0, 0x10, 0x02, 0x40, 0x00,
+        ]);
         records.extend([0x03, 0x19]);
         records.extend((8 * parameters).to_le_bytes());
         for ordinal in 0..parameters {
@@ -359,8 +401,17 @@ mod tests {
 
     #[test]
     fn nv_info_records_give_count_and_bytes() {
-        assert_eq!(nv_info_parameters(&nv_info(8)), Some(KernelParameters { count: 8, bytes: 64 }));
-        assert_eq!(nv_info_parameters(&nv_info(1)), Some(KernelParameters { count: 1, bytes: 8 }));
+        assert_eq!(
+            nv_info_parameters(&nv_info(8)),
+            Some(KernelParameters {
+                count: 8,
+                bytes: 64
+            })
+        );
+        assert_eq!(
+            nv_info_parameters(&nv_info(1)),
+            Some(KernelParameters { count: 1, bytes: 8 })
+        );
         // A sized record that runs past the section: no facts rather than wrong ones.
         let mut cut = nv_info(3);
         cut.truncate(cut.len() - 8 - 6);
@@ -378,8 +429,20 @@ mod tests {
     fn a_real_cubin_states_each_kernels_parameters() {
         let cubin = include_bytes!("../../tests/fixtures/kernels.sm_90.cubin");
         let found = kernel_parameters(cubin, &ImageKind::Cubin { sm: 90 });
-        assert_eq!(found[FIXTURE_L7], KernelParameters { count: 4, bytes: 32 });
-        assert_eq!(found[FIXTURE_L9], KernelParameters { count: 2, bytes: 16 });
+        assert_eq!(
+            found[FIXTURE_L7],
+            KernelParameters {
+                count: 4,
+                bytes: 32
+            }
+        );
+        assert_eq!(
+            found[FIXTURE_L9],
+            KernelParameters {
+                count: 2,
+                bytes: 16
+            }
+        );
         // Device functions have `.nv.info` sections too, without parameters: not kernels.
         assert_eq!(found.len(), 2, "{found:?}");
     }
@@ -388,8 +451,20 @@ mod tests {
     fn real_amdgpu_metadata_states_each_kernels_explicit_arguments() {
         let metadata = include_bytes!("../../tests/fixtures/kernels.gfx90a.metadata.msgpack");
         let found = amdgpu_metadata_parameters(metadata).expect("lld's metadata parses");
-        assert_eq!(found[FIXTURE_L7], KernelParameters { count: 4, bytes: 32 });
-        assert_eq!(found[FIXTURE_L9], KernelParameters { count: 2, bytes: 16 });
+        assert_eq!(
+            found[FIXTURE_L7],
+            KernelParameters {
+                count: 4,
+                bytes: 32
+            }
+        );
+        assert_eq!(
+            found[FIXTURE_L9],
+            KernelParameters {
+                count: 2,
+                bytes: 16
+            }
+        );
     }
 
     #[test]
@@ -407,8 +482,17 @@ mod tests {
 .visible .entry bare .maxntid 1 { ret; }
 ";
         let found = ptx_parameters(ptx);
-        assert_eq!(found["__omp_offloading_fe00_1_main_l5"], KernelParameters { count: 3, bytes: 24 });
-        assert_eq!(found["nvptx$device$init"], KernelParameters { count: 0, bytes: 0 });
+        assert_eq!(
+            found["__omp_offloading_fe00_1_main_l5"],
+            KernelParameters {
+                count: 3,
+                bytes: 24
+            }
+        );
+        assert_eq!(
+            found["nvptx$device$init"],
+            KernelParameters { count: 0, bytes: 0 }
+        );
         assert_eq!(found["bare"], KernelParameters { count: 0, bytes: 0 });
     }
 
@@ -433,7 +517,11 @@ mod tests {
         s(&mut m, "k");
         s(&mut m, ".args");
         m.push(0x93);
-        for (offset, size, kind) in [(0u8, 8u8, "global_buffer"), (8, 8, "by_value"), (16, 4, "hidden_block_count_x")] {
+        for (offset, size, kind) in [
+            (0u8, 8u8, "global_buffer"),
+            (8, 8, "by_value"),
+            (16, 4, "hidden_block_count_x"),
+        ] {
             m.push(0x83);
             s(&mut m, ".offset");
             m.extend([0xcc, offset]);
@@ -443,11 +531,20 @@ mod tests {
             long(&mut m, kind);
         }
         let found = amdgpu_metadata_parameters(&m).expect("well-formed metadata");
-        assert_eq!(found["k"], KernelParameters { count: 2, bytes: 16 });
+        assert_eq!(
+            found["k"],
+            KernelParameters {
+                count: 2,
+                bytes: 16
+            }
+        );
         // Truncated or absurd input: nothing, no panic.
         for cut in 0..m.len() {
             let _ = amdgpu_metadata_parameters(&m[..cut]);
         }
-        assert_eq!(amdgpu_metadata_parameters(&[0xdd, 0xff, 0xff, 0xff, 0xff]), None);
+        assert_eq!(
+            amdgpu_metadata_parameters(&[0xdd, 0xff, 0xff, 0xff, 0xff]),
+            None
+        );
     }
 }

@@ -13,7 +13,11 @@ pub fn elf(machine: u16, abi_version: u8, flags: u32) -> Vec<u8> {
     h[6] = 1;
     h[7] = 0x41;
     h[8] = abi_version;
-    let object_type: u16 = if machine == super::machine::CUDA { 2 } else { 3 };
+    let object_type: u16 = if machine == super::machine::CUDA {
+        2
+    } else {
+        3
+    };
     h[16..18].copy_from_slice(&object_type.to_le_bytes());
     h[18..20].copy_from_slice(&machine.to_le_bytes());
     h[20..24].copy_from_slice(&1u32.to_le_bytes());
@@ -27,7 +31,11 @@ pub fn elf(machine: u16, abi_version: u8, flags: u32) -> Vec<u8> {
 /// object: one `PT_LOAD` mapping the whole file at address 0 and a `.dynamic` section with
 /// only its terminator, so it passes `validate`.
 pub fn elf_with_symbols(machine: u16, flags: u32, names: &[&str]) -> Vec<u8> {
-    let abi_version = if machine == super::machine::AMDGPU { 3 } else { 8 };
+    let abi_version = if machine == super::machine::AMDGPU {
+        3
+    } else {
+        8
+    };
     let loadable = machine != super::machine::CUDA;
     let mut strtab = vec![0u8];
     let mut offsets = Vec::new();

@@ -108,7 +108,10 @@ fn truncated_images_are_refused() {
     cubin[58..60].copy_from_slice(&64u16.to_le_bytes());
     cubin[60..62].copy_from_slice(&2u16.to_le_bytes());
     let message = validate(&cubin).unwrap_err();
-    assert!(message.starts_with("section header table (e_shoff 0x40 at offset 0x28"), "{message}");
+    assert!(
+        message.starts_with("section header table (e_shoff 0x40 at offset 0x28"),
+        "{message}"
+    );
     cubin.resize(64 + 128, 0);
     assert_eq!(validate(&cubin), Ok(ImageKind::Cubin { sm: 90 }));
     // A fatbinary: a 16-byte header, then one entry (64-byte header, 36-byte payload).

@@ -10,7 +10,9 @@
 
 use super::{classify, u16_at, u32_at, u64_at, ImageKind};
 use object::elf::{self, FileHeader64, ProgramHeader64, SectionHeader64};
-use object::read::elf::{Dyn as _, FileHeader as _, ProgramHeader as _, Rela as _, SectionHeader as _};
+use object::read::elf::{
+    Dyn as _, FileHeader as _, ProgramHeader as _, Rela as _, SectionHeader as _,
+};
 use object::LittleEndian as LE;
 
 type Header = FileHeader64<LE>;
@@ -33,7 +35,10 @@ pub fn validate(bytes: &[u8]) -> Result<ImageKind, String> {
         if bytes.starts_with(b"\x7fELF") {
             elf_ident_fault(bytes)
         } else {
-            format!("not an image any plugin runs: no ELF, PTX or fatbinary header ({} bytes)", bytes.len())
+            format!(
+                "not an image any plugin runs: no ELF, PTX or fatbinary header ({} bytes)",
+                bytes.len()
+            )
         }
     })?;
     match &kind {
@@ -58,15 +63,24 @@ pub fn validate(bytes: &[u8]) -> Result<ImageKind, String> {
 /// Why an image that starts with the ELF magic is no ELF any plugin reads: the first
 /// identification byte at fault, else the size.
 fn elf_ident_fault(bytes: &[u8]) -> String {
-    let checks = [(4, 2, "EI_CLASS", "ELFCLASS64 (2)"), (5, 1, "EI_DATA", "ELFDATA2LSB (1)"), (6, 1, "EI_VERSION", "EV_CURRENT (1)")];
+    let checks = [
+        (4, 2, "EI_CLASS", "ELFCLASS64 (2)"),
+        (5, 1, "EI_DATA", "ELFDATA2LSB (1)"),
+        (6, 1, "EI_VERSION", "EV_CURRENT (1)"),
+    ];
     for (offset, expected, field, meaning) in checks {
         match bytes.get(offset) {
             Some(&b) if b == expected => {}
-            Some(&b) => return format!("ELF header: {field} {b:#x} at offset {offset:#x} is not {meaning}"),
+            Some(&b) => {
+                return format!("ELF header: {field} {b:#x} at offset {offset:#x} is not {meaning}")
+            }
             None => break,
         }
     }
-    format!("ELF header at offset 0: truncated or not a 64-bit little-endian ELF ({} bytes)", bytes.len())
+    format!(
+        "ELF header at offset 0: truncated or not a 64-bit little-endian ELF ({} bytes)",
+        bytes.len()
+    )
 }
 
 /// PTX goes to the driver as a C string: it must be text, and end at its NUL or at the
@@ -74,7 +88,11 @@ fn elf_ident_fault(bytes: &[u8]) -> String {
 fn check_ptx(bytes: &[u8]) -> Result<(), String> {
     let text = bytes.split(|&b| b == 0).next().unwrap_or_default();
     if let Err(e) = std::str::from_utf8(text) {
-        return Err(format!("PTX text: byte {:#x} at offset {:#x} is not UTF-8", text[e.valid_up_to()], e.valid_up_to()));
+        return Err(format!(
+            "PTX text: byte {:#x} at offset {:#x} is not UTF-8",
+            text[e.valid_up_to()],
+            e.valid_up_to()
+        ));
     }
     Ok(())
 }
@@ -86,12 +104,16 @@ fn check_fatbinary(bytes: &[u8]) -> Result<(), String> {
     let header_size = u64::from(u16_at(bytes, 6).ok_or("fatbinary header at offset 0: truncated")?);
     let body = u64_at(bytes, 8).ok_or("fatbinary header at offset 0: truncated")?;
     if header_size < 16 {
-        return Err(format!("fatbinary header size {header_size} at offset 0x6: smaller than the header"));
+        return Err(format!(
+            "fatbinary header size {header_size} at offset 0x6: smaller than the header"
+        ));
     }
     let end = header_size
         .checked_add(body)
         .filter(|&end| end <= len)
-        .ok_or_else(|| format!("fatbinary size {body:#x} at offset 0x8: ends beyond the image's {len} bytes"))?;
+        .ok_or_else(|| {
+            format!("fatbinary size {body:#x} at offset 0x8: ends beyond the image's {len} bytes")
+        })?;
     let mut at = header_size;
     while at < end {
         let field = |offset: u64| usize::try_from(at + offset).ok();
@@ -153,13 +175,18 @@ struct Load {
 
 impl Load {
     fn contains(&self, addr: u64, size: u64) -> bool {
-        addr >= self.vaddr && addr.checked_add(size).is_some_and(|end| end <= self.vaddr + self.memsz)
+        addr >= self.vaddr
+            && addr
+                .checked_add(size)
+                .is_some_and(|end| end <= self.vaddr + self.memsz)
     }
     /// Whether `[addr, addr + size)` is backed by the file, at the file offset `offset` when
     /// given.
     fn maps_file(&self, addr: u64, size: u64, offset: Option<u64>) -> bool {
         addr >= self.vaddr
-            && addr.checked_add(size).is_some_and(|end| end <= self.vaddr + self.filesz)
+            && addr
+                .checked_add(size)
+                .is_some_and(|end| end <= self.vaddr + self.filesz)
             && offset.is_none_or(|o| o >= self.offset && o - self.offset == addr - self.vaddr)
     }
 }
@@ -172,10 +199,16 @@ impl<'a> Elf<'a> {
             return Err("ELF header at offset 0: not 64-bit little-endian".into());
         }
         if header.e_version(e) != 1 {
-            return Err(format!("ELF header field e_version at offset 0x14: {}, expected 1", header.e_version(e)));
+            return Err(format!(
+                "ELF header field e_version at offset 0x14: {}, expected 1",
+                header.e_version(e)
+            ));
         }
         if u64::from(header.e_ehsize(e)) != EHDR_SIZE {
-            return Err(format!("ELF header field e_ehsize at offset 0x34: {}, expected {EHDR_SIZE}", header.e_ehsize(e)));
+            return Err(format!(
+                "ELF header field e_ehsize at offset 0x34: {}, expected {EHDR_SIZE}",
+                header.e_ehsize(e)
+            ));
         }
         let (phoff, shoff) = (header.e_phoff(e), header.e_shoff(e));
         let segments = header.program_headers(e, bytes).map_err(|err| {
@@ -201,7 +234,14 @@ impl<'a> Elf<'a> {
                 return Err(format!("ELF header field e_shstrndx at offset 0x3e: {index} is not a string table section of the {}", sections.len()));
             }
         }
-        Ok(Self { bytes, header, segments, sections, phoff, shoff })
+        Ok(Self {
+            bytes,
+            header,
+            segments,
+            sections,
+            phoff,
+            shoff,
+        })
     }
 
     fn len(&self) -> u64 {
@@ -213,13 +253,24 @@ impl<'a> Elf<'a> {
         if allowed.contains(&t) {
             return Ok(());
         }
-        Err(format!("ELF header field e_type at offset 0x10: {t}, expected {}", allowed.iter().map(u16::to_string).collect::<Vec<_>>().join(" or ")))
+        Err(format!(
+            "ELF header field e_type at offset 0x10: {t}, expected {}",
+            allowed
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ))
     }
 
     /// "program header 3 (PT_LOAD) at offset 0xe8".
     fn segment_at(&self, i: usize) -> String {
         let p_type = self.segments[i].p_type(LE).0;
-        format!("program header {i} ({}) at offset {:#x}", segment_type_name(p_type), self.phoff + i as u64 * PHDR_SIZE)
+        format!(
+            "program header {i} ({}) at offset {:#x}",
+            segment_type_name(p_type),
+            self.phoff + i as u64 * PHDR_SIZE
+        )
     }
 
     fn section_name(&self, i: usize) -> String {
@@ -227,7 +278,9 @@ impl<'a> Elf<'a> {
         let names = usize::from(self.header.e_shstrndx(e).0);
         let name = self.sections.get(names).and_then(|table| {
             let (offset, size) = table.file_range(e)?;
-            let strings = self.bytes.get(usize::try_from(offset).ok()?..usize::try_from(offset.checked_add(size)?).ok()?)?;
+            let strings = self.bytes.get(
+                usize::try_from(offset).ok()?..usize::try_from(offset.checked_add(size)?).ok()?,
+            )?;
             let tail = strings.get(usize::try_from(self.sections[i].sh_name(e)).ok()?..)?;
             let end = tail.iter().position(|&b| b == 0)?;
             std::str::from_utf8(&tail[..end]).ok().map(str::to_owned)
@@ -237,7 +290,11 @@ impl<'a> Elf<'a> {
 
     /// "section 12 (.text) at offset 0x3a90".
     fn section_at(&self, i: usize) -> String {
-        format!("section {i} ({}) at offset {:#x}", self.section_name(i), self.shoff + i as u64 * SHDR_SIZE)
+        format!(
+            "section {i} ({}) at offset {:#x}",
+            self.section_name(i),
+            self.shoff + i as u64 * SHDR_SIZE
+        )
     }
 
     /// Every segment's and section's file range lies inside the image.
@@ -258,7 +315,11 @@ impl<'a> Elf<'a> {
                 }
             }
             if u64::from(s.sh_link(e)) >= count.max(1) {
-                return Err(format!("{}: sh_link {} names no section (there are {count})", self.section_at(i), s.sh_link(e)));
+                return Err(format!(
+                    "{}: sh_link {} names no section (there are {count})",
+                    self.section_at(i),
+                    s.sh_link(e)
+                ));
             }
         }
         Ok(())
@@ -288,7 +349,10 @@ impl<'a> Elf<'a> {
         let e = LE;
         let loads = self.loads();
         if loads.is_empty() {
-            return Err(format!("program header table at offset {:#x}: no PT_LOAD segment", self.phoff));
+            return Err(format!(
+                "program header table at offset {:#x}: no PT_LOAD segment",
+                self.phoff
+            ));
         }
         let mut previous_end = 0u64;
         for (n, load) in loads.iter().enumerate() {
@@ -299,12 +363,25 @@ impl<'a> Elf<'a> {
                 return Err(format!("{at}: p_memsz is 0"));
             }
             if load.filesz > load.memsz {
-                return Err(format!("{at}: p_filesz {:#x} exceeds p_memsz {:#x}", load.filesz, load.memsz));
+                return Err(format!(
+                    "{at}: p_filesz {:#x} exceeds p_memsz {:#x}",
+                    load.filesz, load.memsz
+                ));
             }
-            if load.vaddr.checked_add(load.memsz).is_none_or(|end| end > MAX_SPAN) {
-                return Err(format!("{at}: p_vaddr {:#x} + p_memsz {:#x} is beyond any address space", load.vaddr, load.memsz));
+            if load
+                .vaddr
+                .checked_add(load.memsz)
+                .is_none_or(|end| end > MAX_SPAN)
+            {
+                return Err(format!(
+                    "{at}: p_vaddr {:#x} + p_memsz {:#x} is beyond any address space",
+                    load.vaddr, load.memsz
+                ));
             }
-            if align > 1 && (!align.is_power_of_two() || (load.vaddr.wrapping_sub(load.offset)) & (align - 1) != 0) {
+            if align > 1
+                && (!align.is_power_of_two()
+                    || (load.vaddr.wrapping_sub(load.offset)) & (align - 1) != 0)
+            {
                 return Err(format!("{at}: p_align {align:#x} is not a power of two dividing p_vaddr {:#x} - p_offset {:#x}", load.vaddr, load.offset));
             }
             if n > 0 && load.vaddr < previous_end {
@@ -316,11 +393,14 @@ impl<'a> Elf<'a> {
         let mut dynamic = None;
         for (i, p) in self.segments.iter().enumerate() {
             let p_type = p.p_type(e);
-            let (offset, vaddr, filesz, memsz) = (p.p_offset(e), p.p_vaddr(e), p.p_filesz(e), p.p_memsz(e));
+            let (offset, vaddr, filesz, memsz) =
+                (p.p_offset(e), p.p_vaddr(e), p.p_filesz(e), p.p_memsz(e));
             let at = || self.segment_at(i);
             match p_type {
                 elf::PT_LOAD | elf::PT_NULL | elf::PT_GNU_STACK => continue,
-                elf::PT_DYNAMIC if dynamic.is_some() => return Err(format!("{}: a second PT_DYNAMIC", at())),
+                elf::PT_DYNAMIC if dynamic.is_some() => {
+                    return Err(format!("{}: a second PT_DYNAMIC", at()))
+                }
                 elf::PT_DYNAMIC => dynamic = Some(i),
                 _ => {}
             }
@@ -328,21 +408,36 @@ impl<'a> Elf<'a> {
                 continue;
             }
             if filesz > memsz {
-                return Err(format!("{}: p_filesz {filesz:#x} exceeds p_memsz {memsz:#x}", at()));
+                return Err(format!(
+                    "{}: p_filesz {filesz:#x} exceeds p_memsz {memsz:#x}",
+                    at()
+                ));
             }
             // TLS beyond its initialized part is per-thread memory, not in the segment.
             let in_memory = if p_type == elf::PT_TLS { filesz } else { memsz };
             let Some(load) = loads.iter().find(|l| l.contains(vaddr, in_memory)) else {
-                return Err(format!("{}: [p_vaddr {vaddr:#x}, + {in_memory:#x}) is not inside one PT_LOAD segment", at()));
+                return Err(format!(
+                    "{}: [p_vaddr {vaddr:#x}, + {in_memory:#x}) is not inside one PT_LOAD segment",
+                    at()
+                ));
             };
             if filesz > 0 && !load.maps_file(vaddr, filesz, Some(offset)) {
-                return Err(format!("{}: p_offset {offset:#x} and p_vaddr {vaddr:#x} disagree with {}", at(), self.segment_at(load.index)));
+                return Err(format!(
+                    "{}: p_offset {offset:#x} and p_vaddr {vaddr:#x} disagree with {}",
+                    at(),
+                    self.segment_at(load.index)
+                ));
             }
             let align = p.p_align(e);
             if p_type == elf::PT_TLS && align > 1 && !align.is_power_of_two() {
-                return Err(format!("{}: p_align {align:#x} is not a power of two", at()));
+                return Err(format!(
+                    "{}: p_align {align:#x} is not a power of two",
+                    at()
+                ));
             }
-            if p_type == elf::PT_PHDR && (offset != self.phoff || filesz != self.segments.len() as u64 * PHDR_SIZE) {
+            if p_type == elf::PT_PHDR
+                && (offset != self.phoff || filesz != self.segments.len() as u64 * PHDR_SIZE)
+            {
                 return Err(format!("{}: describes [{offset:#x}, + {filesz:#x}), not the program header table at e_phoff {:#x}", at(), self.phoff));
             }
             if p_type == elf::PT_NOTE || p_type == elf::PT_GNU_PROPERTY {
@@ -352,11 +447,28 @@ impl<'a> Elf<'a> {
                 self.check_relro(i, vaddr, memsz)?;
             }
             if p_type == elf::PT_GNU_EH_FRAME || p_type == elf::PT_DYNAMIC {
-                let section_type = if p_type == elf::PT_DYNAMIC { Some(elf::SHT_DYNAMIC) } else { None };
-                self.check_matches_section(i, section_type, if p_type == elf::PT_GNU_EH_FRAME { ".eh_frame_hdr" } else { ".dynamic" })?;
+                let section_type = if p_type == elf::PT_DYNAMIC {
+                    Some(elf::SHT_DYNAMIC)
+                } else {
+                    None
+                };
+                self.check_matches_section(
+                    i,
+                    section_type,
+                    if p_type == elf::PT_GNU_EH_FRAME {
+                        ".eh_frame_hdr"
+                    } else {
+                        ".dynamic"
+                    },
+                )?;
             }
         }
-        let dynamic = dynamic.ok_or_else(|| format!("program header table at offset {:#x}: no PT_DYNAMIC segment", self.phoff))?;
+        let dynamic = dynamic.ok_or_else(|| {
+            format!(
+                "program header table at offset {:#x}: no PT_DYNAMIC segment",
+                self.phoff
+            )
+        })?;
         self.check_dynamic(dynamic, &loads)
     }
 
@@ -382,9 +494,18 @@ impl<'a> Elf<'a> {
                 }
             }
             let Some(load) = loads.iter().find(|l| l.contains(addr, size)) else {
-                return Err(format!("{}: [sh_addr {addr:#x}, + {size:#x}) is not inside any PT_LOAD segment", self.section_at(i)));
+                return Err(format!(
+                    "{}: [sh_addr {addr:#x}, + {size:#x}) is not inside any PT_LOAD segment",
+                    self.section_at(i)
+                ));
             };
-            let at = || format!("{} (holding {})", self.segment_at(load.index), self.section_at(i));
+            let at = || {
+                format!(
+                    "{} (holding {})",
+                    self.segment_at(load.index),
+                    self.section_at(i)
+                )
+            };
             if !nobits && !load.maps_file(addr, size, Some(s.sh_offset(e))) {
                 return Err(format!("{}: p_offset {:#x}, p_vaddr {:#x}, p_filesz {:#x} do not map the section's file bytes at {:#x}", at(), load.offset, load.vaddr, load.filesz, s.sh_offset(e)));
             }
@@ -401,22 +522,36 @@ impl<'a> Elf<'a> {
         }
         let has_tls_segment = self.segments.iter().any(|p| p.p_type(e) == elf::PT_TLS);
         if has_tls_sections && !has_tls_segment {
-            return Err(format!("program header table at offset {:#x}: thread-local sections but no PT_TLS segment", self.phoff));
+            return Err(format!(
+                "program header table at offset {:#x}: thread-local sections but no PT_TLS segment",
+                self.phoff
+            ));
         }
         Ok(())
     }
 
     /// A segment that names a section's contents (`PT_DYNAMIC`, `PT_GNU_EH_FRAME`) describes
     /// exactly that section, when the section table has it.
-    fn check_matches_section(&self, i: usize, section_type: Option<elf::SectionType>, name: &str) -> Result<(), String> {
+    fn check_matches_section(
+        &self,
+        i: usize,
+        section_type: Option<elf::SectionType>,
+        name: &str,
+    ) -> Result<(), String> {
         let e = LE;
         let p = &self.segments[i];
-        let found = self.sections.iter().enumerate().find(|(j, s)| match section_type {
-            Some(t) => s.sh_type(e) == t,
-            None => self.section_name(*j) == name,
-        });
+        let found = self
+            .sections
+            .iter()
+            .enumerate()
+            .find(|(j, s)| match section_type {
+                Some(t) => s.sh_type(e) == t,
+                None => self.section_name(*j) == name,
+            });
         let Some((j, s)) = found else { return Ok(()) };
-        if (p.p_offset(e), p.p_vaddr(e), p.p_filesz(e)) != (s.sh_offset(e), s.sh_addr(e), s.sh_size(e)) {
+        if (p.p_offset(e), p.p_vaddr(e), p.p_filesz(e))
+            != (s.sh_offset(e), s.sh_addr(e), s.sh_size(e))
+        {
             return Err(format!(
                 "{}: [p_offset {:#x}, p_vaddr {:#x}, + {:#x}) is not {} [{:#x}, {:#x}, + {:#x})",
                 self.segment_at(i),
@@ -439,16 +574,24 @@ impl<'a> Elf<'a> {
         let mut at = offset;
         let end = offset + size;
         while at < end {
-            let read = |o: u64| usize::try_from(o).ok().and_then(|o| u32_at(self.bytes, o)).map(u64::from);
+            let read = |o: u64| {
+                usize::try_from(o)
+                    .ok()
+                    .and_then(|o| u32_at(self.bytes, o))
+                    .map(u64::from)
+            };
             let next = match (read(at), read(at + 4)) {
                 (Some(name), Some(desc)) => pad(name)
                     .zip(pad(desc))
                     .and_then(|(n, d)| (at + 12).checked_add(n)?.checked_add(d)),
                 _ => None,
             };
-            at = next
-                .filter(|&next| next <= end)
-                .ok_or_else(|| format!("{}: the note at offset {at:#x} runs past the segment's end {end:#x}", self.segment_at(i)))?;
+            at = next.filter(|&next| next <= end).ok_or_else(|| {
+                format!(
+                    "{}: the note at offset {at:#x} runs past the segment's end {end:#x}",
+                    self.segment_at(i)
+                )
+            })?;
         }
         Ok(())
     }
@@ -462,9 +605,21 @@ impl<'a> Elf<'a> {
         // glibc rounds the start down and the end down to pages.
         let (start, end) = (vaddr & !(PAGE - 1), (vaddr + memsz) & !(PAGE - 1));
         let relro_name = |name: &str| {
-            [".init_array", ".fini_array", ".preinit_array", ".data.rel.ro", ".tdata", ".tbss", ".ctors", ".dtors", ".jcr", ".eh_frame", ".gcc_except_table"]
-                .iter()
-                .any(|prefix| name.starts_with(prefix))
+            [
+                ".init_array",
+                ".fini_array",
+                ".preinit_array",
+                ".data.rel.ro",
+                ".tdata",
+                ".tbss",
+                ".ctors",
+                ".dtors",
+                ".jcr",
+                ".eh_frame",
+                ".gcc_except_table",
+            ]
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
                 || name == ".dynamic"
                 || name == ".got"
                 || name == ".relro_padding" // lld's NOBITS fill of RELRO's last page (LLVM 18+)
@@ -472,7 +627,11 @@ impl<'a> Elf<'a> {
         for (j, s) in self.sections.iter().enumerate() {
             let flags = s.sh_flags(e).0;
             let (addr, size) = (s.sh_addr(e), s.sh_size(e));
-            if flags & elf::SHF_ALLOC.0 == 0 || size == 0 || addr >= end || addr.saturating_add(size) <= start {
+            if flags & elf::SHF_ALLOC.0 == 0
+                || size == 0
+                || addr >= end
+                || addr.saturating_add(size) <= start
+            {
                 continue;
             }
             if flags & elf::SHF_TLS.0 != 0 && s.sh_type(e) == elf::SHT_NOBITS {
@@ -506,19 +665,35 @@ impl<'a> Elf<'a> {
             .map_err(|err| format!("{at}: {err}"))?
             .unwrap_or_default();
         let Some(count) = entries.iter().position(|d| d.d_tag(e) == elf::DT_NULL) else {
-            return Err(format!("{at}: no DT_NULL among its {} entries", entries.len()));
+            return Err(format!(
+                "{at}: no DT_NULL among its {} entries",
+                entries.len()
+            ));
         };
         let entries = &entries[..count];
-        let value = |tag: elf::DynamicTag| entries.iter().find(|d| d.d_tag(e) == tag).map(|d| d.d_val(e));
+        let value = |tag: elf::DynamicTag| {
+            entries
+                .iter()
+                .find(|d| d.d_tag(e) == tag)
+                .map(|d| d.d_val(e))
+        };
         let entry_at = |n: usize| p.p_offset(e) + n as u64 * DYN_SIZE;
         // The file bytes a dynamic address refers to.
         let file_offset = |addr: u64, size: u64| -> Option<u64> {
-            loads.iter().find(|l| l.maps_file(addr, size.max(1), None)).map(|l| l.offset + (addr - l.vaddr))
+            loads
+                .iter()
+                .find(|l| l.maps_file(addr, size.max(1), None))
+                .map(|l| l.offset + (addr - l.vaddr))
         };
         for (tag, want) in [(elf::DT_SYMENT, SYM_SIZE), (elf::DT_RELAENT, RELA_SIZE)] {
             if let Some(n) = entries.iter().position(|d| d.d_tag(e) == tag) {
                 if entries[n].d_val(e) != want {
-                    return Err(format!("dynamic entry {n} at offset {:#x}: tag {:#x} is {}, expected {want}", entry_at(n), tag.0, entries[n].d_val(e)));
+                    return Err(format!(
+                        "dynamic entry {n} at offset {:#x}: tag {:#x} is {}, expected {want}",
+                        entry_at(n),
+                        tag.0,
+                        entries[n].d_val(e)
+                    ));
                 }
             }
         }
@@ -549,7 +724,9 @@ impl<'a> Elf<'a> {
                 }
             }
             if tag == elf::DT_INIT || tag == elf::DT_FINI {
-                let code = loads.iter().any(|l| l.contains(addr, 1) && l.flags & elf::PF_X.0 != 0);
+                let code = loads
+                    .iter()
+                    .any(|l| l.contains(addr, 1) && l.flags & elf::PF_X.0 != 0);
                 if !code {
                     return Err(format!("dynamic entry {n} at offset {:#x}: tag {:#x} names {addr:#x}, outside the executable PT_LOAD memory", entry_at(n), tag.0));
                 }
@@ -566,7 +743,10 @@ impl<'a> Elf<'a> {
                 offset < strings_size
                     && usize::try_from(table + offset)
                         .ok()
-                        .and_then(|from| self.bytes.get(from..usize::try_from(table + strings_size).ok()?))
+                        .and_then(|from| {
+                            self.bytes
+                                .get(from..usize::try_from(table + strings_size).ok()?)
+                        })
                         .is_some_and(|tail| tail.contains(&0))
             });
             if !terminated {
@@ -575,7 +755,9 @@ impl<'a> Elf<'a> {
         }
         if value(elf::DT_REL).is_some() || value(elf::DT_RELR).is_some() {
             // x86_64 and AMDGPU use RELA; REL and RELR tables would need their own checks.
-            return Err(format!("{at}: DT_REL/DT_RELR relocations, which no offload target uses"));
+            return Err(format!(
+                "{at}: DT_REL/DT_RELR relocations, which no offload target uses"
+            ));
         }
         let symbols = self
             .sections
@@ -584,9 +766,16 @@ impl<'a> Elf<'a> {
             .map(|s| s.sh_size(e) / SYM_SIZE);
         let text_relocations = value(elf::DT_TEXTREL).is_some()
             || value(elf::DT_FLAGS).is_some_and(|f| f & elf::DF_TEXTREL.0 != 0);
-        for (table, size_tag) in [(elf::DT_RELA, elf::DT_RELASZ), (elf::DT_JMPREL, elf::DT_PLTRELSZ)] {
-            let (Some(addr), Some(size)) = (value(table), value(size_tag)) else { continue };
-            let Some(offset) = file_offset(addr, size) else { continue };
+        for (table, size_tag) in [
+            (elf::DT_RELA, elf::DT_RELASZ),
+            (elf::DT_JMPREL, elf::DT_PLTRELSZ),
+        ] {
+            let (Some(addr), Some(size)) = (value(table), value(size_tag)) else {
+                continue;
+            };
+            let Some(offset) = file_offset(addr, size) else {
+                continue;
+            };
             for r in 0..size / RELA_SIZE {
                 let at = offset + r * RELA_SIZE;
                 let Some(rela) = usize::try_from(at)
@@ -598,7 +787,9 @@ impl<'a> Elf<'a> {
                     return Err(format!("relocation at offset {at:#x}: outside the image"));
                 };
                 let target = rela.r_offset(e);
-                let writable = loads.iter().any(|l| l.contains(target, 8) && (text_relocations || l.flags & elf::PF_W.0 != 0));
+                let writable = loads.iter().any(|l| {
+                    l.contains(target, 8) && (text_relocations || l.flags & elf::PF_W.0 != 0)
+                });
                 if !writable {
                     return Err(format!("relocation at offset {at:#x}: r_offset {target:#x} is not in writable PT_LOAD memory"));
                 }
