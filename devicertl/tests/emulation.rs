@@ -158,13 +158,21 @@ fn critical_sections_exclude_each_other() {
 /// Allocations that must not overlap and must come back in LIFO order from the team stack;
 /// what does not fit comes from the heap.
 fn nested_allocations(sizes: &[usize]) -> Vec<(usize, usize)> {
+    allocations_filled_if(sizes, true)
+}
+
+/// `nested_allocations`, writing each block only if `fill`: in an SPMD team's code every thread
+/// gets the same team-stack block, so only one of them may write it.
+fn allocations_filled_if(sizes: &[usize], fill: bool) -> Vec<(usize, usize)> {
     let mut blocks = Vec::new();
     for &size in sizes {
         let ptr = __kmpc_alloc_shared(size) as usize;
         assert_ne!(ptr, 0);
-        // The block is usable memory.
-        // SAFETY: `ptr` holds `size` bytes.
-        unsafe { core::ptr::write_bytes(ptr as *mut u8, 0xa5, size) };
+        if fill {
+            // The block is usable memory.
+            // SAFETY: `ptr` holds `size` bytes; no other thread writes it meanwhile.
+            unsafe { core::ptr::write_bytes(ptr as *mut u8, 0xa5, size) };
+        }
         blocks.push((ptr, size));
     }
     let mut sorted = blocks.clone();
@@ -200,9 +208,24 @@ fn shared_stack_nests_and_falls_back_to_the_heap() {
         // After all that the stack is empty again.
         assert_eq!(nested_allocations(&[24]), first[..1].to_vec());
     });
+    // SPMD, the team's code: one team-stack block per team for every thread (16 and 32 bytes),
+    // while what does not fit (4096 after the 16) comes from the heap. Only
+    // thread 0 writes the team's blocks (every thread writing them would be a data race).
+    let per_thread = Mutex::new(Vec::new());
     spmd_kernel(1, 32, 32, no_launch_env(), || {
-        nested_allocations(&[16, 4096, 32]);
+        let tid = devicertl::arch::thread_id_in_block();
+        let blocks = allocations_filled_if(&[16, 4096, 32], tid == 0);
+        per_thread.lock().unwrap().push(blocks);
     });
+    let per_thread = per_thread.into_inner().unwrap();
+    assert_eq!(per_thread.len(), 32);
+    let team_blocks = |b: &Vec<(usize, usize)>| (b[0], b[2]);
+    assert!(
+        per_thread
+            .iter()
+            .all(|b| team_blocks(b) == team_blocks(&per_thread[0])),
+        "the team's code got different team-stack blocks: {per_thread:x?}"
+    );
 }
 
 /// `target teams distribute parallel for lastprivate(x)` as clang-22 compiles it for a GPU (an

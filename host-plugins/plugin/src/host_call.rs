@@ -89,13 +89,20 @@ impl Backoff {
             return;
         }
         self.idle_polls = self.idle_polls.saturating_add(1);
-        if self.idle_polls <= Self::SPINS {
-            std::thread::yield_now();
-            return;
+        match self.sleep() {
+            None => std::thread::yield_now(),
+            Some(span) => std::thread::sleep(span),
         }
-        let doublings = (self.idle_polls - Self::SPINS).min(8);
-        let sleep = std::time::Duration::from_micros(1 << doublings).min(Self::MAX_SLEEP);
-        std::thread::sleep(sleep);
+    }
+
+    /// How long the current idle poll sleeps: nothing while spinning, then doubling spans.
+    fn sleep(&self) -> Option<std::time::Duration> {
+        let past_spins = self
+            .idle_polls
+            .checked_sub(Self::SPINS)
+            .filter(|&n| n > 0)?;
+        let doublings = past_spins.min(8);
+        Some(std::time::Duration::from_micros(1 << doublings).min(Self::MAX_SLEEP))
     }
 }
 
@@ -112,17 +119,20 @@ mod tests {
     #[test]
     fn idle_waits_spin_then_sleep_a_bounded_time() {
         let mut backoff = Backoff::default();
-        let start = std::time::Instant::now();
         for _ in 0..Backoff::SPINS {
             backoff.wait(false);
+            assert_eq!(backoff.sleep(), None, "spinning does not sleep");
         }
-        assert!(
-            start.elapsed() < std::time::Duration::from_millis(500),
-            "spinning does not sleep"
-        );
+        let mut previous = std::time::Duration::ZERO;
         for _ in 0..20 {
             backoff.wait(false);
+            let span = backoff
+                .sleep()
+                .expect("past the spins, an idle poll sleeps");
+            assert!(span >= previous && span <= Backoff::MAX_SLEEP, "{span:?}");
+            previous = span;
         }
+        assert_eq!(previous, Backoff::MAX_SLEEP, "the sleeps grow to the bound");
         assert_eq!(backoff.idle_polls, Backoff::SPINS + 20);
         backoff.wait(true);
         assert_eq!(backoff.idle_polls, 0, "serving a request starts over");
