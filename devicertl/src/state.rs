@@ -26,6 +26,10 @@ pub const SHARED_STACK_BYTES: usize = 4096;
 pub const LEVEL_MASK: u8 = 0x3f;
 /// The thread's outermost region is the team-wide one (its thread number is its id).
 pub const IN_TEAM_REGION: u8 = 0x80;
+/// SPMD: the thread's team code is in the chunk loop of a `distribute parallel for` whose
+/// parallel reductions it defers to the last chunk (`reduction::deferred`); kept through the
+/// chunk regions.
+pub const DEFERRED_REDUCTION: u8 = 0x40;
 
 /// What one thread keeps beyond its flags, on the device heap: the loops it runs alone and the
 /// ICVs it set inside a parallel region (its implicit task's data environment).
@@ -218,7 +222,15 @@ pub fn team() -> &'static TeamState {
 pub fn init_team(exec_mode: u8, launch_env: *mut KernelLaunchEnvironment) {
     let team = team();
     team.exec_mode.store(exec_mode as u32, Ordering::Relaxed);
-    team.parallel_team_size.store(1, Ordering::Relaxed);
+    // What a region of the whole team sets: an SPMD kernel's first such region then starts
+    // without publishing it (`__kmpc_parallel_60`). Only threads inside a team-wide region read
+    // it, so the value outside regions is never seen.
+    let team_size = if rustomp_abi::exec_mode::is_spmd(exec_mode) {
+        arch::num_threads_in_block()
+    } else {
+        1
+    };
+    team.parallel_team_size.store(team_size, Ordering::Relaxed);
     team.work_fn.store(0, Ordering::Relaxed);
     team.shared_args
         .store(core::ptr::null_mut(), Ordering::Relaxed);

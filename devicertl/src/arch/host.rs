@@ -595,6 +595,16 @@ pub fn pause() {
     std::thread::yield_now();
 }
 
+/// The runtime's own watched accesses (its stash of deferred reductions): checked like the
+/// tests' (`race`), a no-op on a GPU.
+pub fn watch_read(addr: *const u8, bytes: usize, what: &'static str) {
+    race::read(addr, bytes, what);
+}
+/// As `watch_read`, for a write.
+pub fn watch_write(addr: *const u8, bytes: usize, what: &'static str) {
+    race::write(addr, bytes, what);
+}
+
 /// Watched team memory: accesses that the code under test declares (the compiler's transfer
 /// array, variables a region shares), checked for the race compute-sanitizer's racecheck
 /// reports on a GPU: a word written by one thread and read or written by another with no
