@@ -215,7 +215,9 @@ fn run_generic_region(wrapper_fn: *mut c_void, args: *mut *mut c_void, nargs: us
     team.shared_args.store(shared_args, Ordering::Relaxed);
     team.parallel_team_size.store(size, Ordering::Relaxed);
     sync::open_region(size);
-    team.work_fn.store(wrapper_fn as usize, Ordering::Release);
+    // The barrier publishes the region (a release store would be a system-scope
+    // `st.release.sys` on nvptx; the barrier orders every state space at CTA scope).
+    team.work_fn.store(wrapper_fn as usize, Ordering::Relaxed);
     arch::team_barrier(); // workers start
     arch::team_barrier(); // workers done
     sync::close_region(size);

@@ -98,9 +98,10 @@ pub fn end_implicit_task() {
 
 /// Kernel end (no thread of the team runs any more): the table goes back to the heap.
 pub fn release_thread_slots() {
-    let table = team()
-        .thread_slots
-        .swap(core::ptr::null_mut(), Ordering::Relaxed);
+    // A load and a store, no atomic exchange: no other thread of the team runs any more.
+    let slots = &team().thread_slots;
+    let table = slots.load(Ordering::Relaxed);
+    slots.store(core::ptr::null_mut(), Ordering::Relaxed);
     if !table.is_null() {
         // SAFETY: allocated by `thread_slot`; nobody uses it any more.
         unsafe { crate::heap::device_free(table as *mut u8) };
@@ -218,7 +219,8 @@ pub fn team() -> &'static TeamState {
     unsafe { &*(arch::team_shared() as *const TeamState) }
 }
 
-/// Thread 0 resets the team before the first barrier of the kernel.
+/// Resets the team: SPMD, thread 0 before the first barrier of the kernel; generic, the main
+/// thread before it first uses the team state.
 pub fn init_team(exec_mode: u8, launch_env: *mut KernelLaunchEnvironment) {
     let team = team();
     team.exec_mode.store(exec_mode as u32, Ordering::Relaxed);
@@ -241,7 +243,8 @@ pub fn init_team(exec_mode: u8, launch_env: *mut KernelLaunchEnvironment) {
     team.dispatch.reset();
     team.thread_slots
         .store(core::ptr::null_mut(), Ordering::Relaxed);
-    for word in &team.scratch {
+    // The scratch words read before they are written (the others are written first).
+    for word in &team.scratch[SCRATCH_SHARED_ARGS_ON_HEAP..=SCRATCH_MAX_ACTIVE_LEVELS] {
         word.store(0, Ordering::Relaxed);
     }
 }
