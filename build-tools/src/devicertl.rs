@@ -300,6 +300,10 @@ fn build_one(t: &Target, shared_bytes: u64) -> Result<Built> {
         t.triple,
         state.join(" ")
     );
+    // 6. What the runtime makes of a reduction kernel: its chunk loop, as a program gets it.
+    if t.triple.starts_with("nvptx") {
+        crate::devicecode::check_reduction_probe(&builtin_bc, &work)?;
+    }
     Ok(Built {
         archive_member: final_bc,
         per_unit: builtin_bc,

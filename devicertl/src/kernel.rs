@@ -24,13 +24,20 @@ pub unsafe extern "C" fn __kmpc_target_init(
     // SAFETY: guaranteed by the caller.
     let config = unsafe { (*kernel_env).configuration };
     let tid = arch::thread_id_in_block();
-    if tid == 0 {
-        state::init_team(config.exec_mode, launch_env);
-    }
     state::init_thread(tid);
-    arch::team_barrier();
-
-    if exec_mode::is_spmd(config.exec_mode) || tid == state::main_thread_id() {
+    if exec_mode::is_spmd(config.exec_mode) {
+        // Every thread runs the team's code at once: thread 0 sets the team up first.
+        if tid == 0 {
+            state::init_team(config.exec_mode, launch_env);
+        }
+        arch::team_barrier();
+        return -1;
+    }
+    // Generic: the main thread alone uses the team state until it opens a region, and the
+    // workers first read it after the team barrier that starts one (or ends the kernel): the
+    // main thread sets it up and goes on without a barrier here.
+    if tid == state::main_thread_id() {
+        state::init_team(config.exec_mode, launch_env);
         return -1;
     }
     // Only workers wait for regions; the main thread's warp-mates and any thread past the last
@@ -47,7 +54,9 @@ fn run_worker_state_machine(tid: u32) {
     let team = state::team();
     loop {
         arch::team_barrier(); // the main thread has published a region, or the end
-        let work = team.work_fn.load(Ordering::Acquire);
+                              // The barrier orders the main thread's writes before it (CTA scope, every state
+                              // space): no acquire, which on nvptx is a system-scope `ld.acquire.sys`.
+        let work = team.work_fn.load(Ordering::Relaxed);
         if work == 0 {
             return;
         }
@@ -68,7 +77,8 @@ fn run_worker_state_machine(tid: u32) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn __kmpc_kernel_parallel(work_fn: *mut usize) -> bool {
     let team = state::team();
-    let work = team.work_fn.load(Ordering::Acquire);
+    // After the compiler's team barrier, which orders the main thread's writes.
+    let work = team.work_fn.load(Ordering::Relaxed);
     // SAFETY: guaranteed by the caller.
     unsafe { work_fn.write(work) };
     if work == 0 {
@@ -103,7 +113,8 @@ pub extern "C" fn __kmpc_target_deinit() {
         return;
     }
     if tid == state::main_thread_id() {
-        state::team().work_fn.store(0, Ordering::Release);
+        // The barrier below publishes it (no system-scope release).
+        state::team().work_fn.store(0, Ordering::Relaxed);
         arch::team_barrier();
         state::release_thread_slots();
     }

@@ -81,6 +81,67 @@ pub(crate) fn free_shared(ptr: *mut u8, bytes: usize) {
     }
 }
 
+/// SPMD team code: reserves up to `max_bytes` (whole `granule`s, at least `min_bytes`) at the
+/// top of the calling thread's part of the team-shared stack, without falling back to the heap.
+/// Every thread of the team makes the same call at the same point of the team's code and gets
+/// the same block. Returns the block and its size.
+pub(crate) fn spmd_reserve(
+    min_bytes: usize,
+    max_bytes: usize,
+    granule: usize,
+) -> Option<(*mut u8, usize)> {
+    let tid = arch::thread_id_in_block();
+    if !state::is_spmd() || state::thread_flags(tid) & state::LEVEL_MASK != 0 {
+        return None;
+    }
+    let slot = state::team().spmd_stack_top.get(tid as usize)?;
+    let top = slot.load(Ordering::Relaxed) as usize;
+    let free = SHARED_STACK_BYTES.saturating_sub(top);
+    let granule = granule.max(1);
+    let mut bytes = max_bytes.min(free) / granule * granule;
+    while bytes >= min_bytes.max(1) && bytes.div_ceil(SHARED_ALIGN) * SHARED_ALIGN > free {
+        bytes -= granule;
+    }
+    if bytes < min_bytes.max(1) {
+        return None;
+    }
+    let rounded = bytes.div_ceil(SHARED_ALIGN) * SHARED_ALIGN;
+    slot.store((top + rounded) as u16, Ordering::Relaxed);
+    Some((
+        (state::team().stack.get() as *mut u8).wrapping_add(top),
+        rounded,
+    ))
+}
+
+/// The end of the calling thread's used part of the team-shared stack (SPMD): inside a
+/// parallel region, the end of what its team code reserved.
+pub(crate) fn spmd_stack_end() -> *mut u8 {
+    let team = state::team();
+    // A plain load: only the thread itself uses its slot, and the compiler may then read it
+    // once for several uses.
+    let top = team
+        .spmd_stack_top
+        .get(arch::thread_id_in_block() as usize)
+        // SAFETY: the slot is the calling thread's own; no other thread accesses it.
+        .map_or(0, |t| unsafe { t.as_ptr().read() } as usize);
+    // Pointer arithmetic, not integers: the target keeps the address in team-shared memory's
+    // own (32-bit) address space.
+    (team.stack.get() as *mut u8).wrapping_add(top)
+}
+
+/// Gives back a block `spmd_reserve` returned, if nothing reserved after it is still held (the
+/// team's code frees in reverse order; otherwise the block stays reserved until the kernel ends).
+pub(crate) fn spmd_release(block: *mut u8, bytes: usize) {
+    let tid = arch::thread_id_in_block();
+    let Some(slot) = state::team().spmd_stack_top.get(tid as usize) else {
+        return;
+    };
+    let start = block as usize - stack_range().0;
+    if slot.load(Ordering::Relaxed) as usize == start + bytes {
+        slot.store(start as u16, Ordering::Relaxed);
+    }
+}
+
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_alloc_shared(bytes: usize) -> *mut c_void {
     alloc_shared(bytes) as *mut c_void

@@ -4,7 +4,7 @@
 //! calls in and the workers run it) runs on up to the team's threads. A region opened from
 //! inside another one runs serialized on the calling thread, as LLVM's runtime does.
 
-use crate::state::{self, IN_TEAM_REGION, LEVEL_MASK, SHARED_ARG_SLOTS};
+use crate::state::{self, DEFERRED_REDUCTION, IN_TEAM_REGION, LEVEL_MASK, SHARED_ARG_SLOTS};
 use crate::{arch, heap, sync};
 use core::ffi::c_void;
 use core::sync::atomic::Ordering;
@@ -87,22 +87,6 @@ unsafe fn invoke_microtask(
     }
 }
 
-/// Runs a region on the calling thread alone (nested, `if(false)`, or one thread).
-///
-/// # Safety
-/// As `invoke_microtask`.
-unsafe fn run_serialized(fn_ptr: Microtask, args: *mut *mut c_void, nargs: usize) {
-    let tid = arch::thread_id_in_block();
-    let flags = state::thread_flags(tid);
-    let level = flags & LEVEL_MASK;
-    // A serialized region is never the team-wide one: keep the IN_TEAM_REGION bit only for
-    // the enclosing levels, which the level count already distinguishes.
-    state::set_thread_flags(tid, (flags & !LEVEL_MASK) | (level + 1).min(LEVEL_MASK));
-    // SAFETY: forwarded from the caller.
-    unsafe { invoke_microtask(0, fn_ptr, args, nargs) };
-    state::set_thread_flags(tid, flags);
-}
-
 fn requested_threads(if_expr: i32, num_threads: i32, available: u32) -> u32 {
     if if_expr == 0 {
         return 1;
@@ -151,51 +135,89 @@ pub unsafe extern "C" fn __kmpc_parallel_60(
     } else {
         if_expr
     };
-    let team = state::team();
-    if state::thread_flags(tid) & LEVEL_MASK != 0 {
-        // SAFETY: forwarded from the caller.
-        unsafe { run_serialized(fn_ptr, args, nargs) };
+    let flags = state::thread_flags(tid);
+    let level = flags & LEVEL_MASK;
+    // The region is the team's (SPMD: every thread of the team arrives here together, from the
+    // same team code), the generic main thread's for its workers, or serialized on the
+    // calling thread (nested, `if(false)`, one thread).
+    let team_wide = level == 0 && state::is_spmd();
+    let size = if team_wide {
+        requested_threads(if_expr, num_threads, arch::num_threads_in_block())
+    } else if level == 0 {
+        requested_threads(if_expr, num_threads, state::max_workers())
+    } else {
+        1
+    };
+    if !team_wide && size > 1 && !wrapper_fn.is_null() {
+        run_generic_region(wrapper_fn, args, nargs, size);
         return;
     }
-
-    if state::is_spmd() {
-        // Every thread of the team arrives here together.
-        let size = requested_threads(if_expr, num_threads, arch::num_threads_in_block());
-        if tid == 0 {
-            team.parallel_team_size.store(size, Ordering::Relaxed);
-            sync::open_region(size);
-        }
-        arch::team_barrier();
-        if tid < size {
-            state::set_thread_flags(tid, IN_TEAM_REGION | 1);
-            // SAFETY: forwarded from the caller.
-            unsafe { invoke_microtask(tid, fn_ptr, args, nargs) };
+    if team_wide {
+        open_spmd_region(size, flags);
+    }
+    // One call of the outlined region (clang marks it always-inline): one copy of its code
+    // in the kernel.
+    if !team_wide || tid < size {
+        let (thread_num, inner) = if team_wide {
+            (tid, flags | IN_TEAM_REGION | 1)
+        } else {
+            // A serialized region is never the team-wide one: keep the IN_TEAM_REGION bit only
+            // for the enclosing levels, which the level count already distinguishes.
+            (0, (flags & !LEVEL_MASK) | (level + 1).min(LEVEL_MASK))
+        };
+        state::set_thread_flags(tid, inner);
+        // SAFETY: forwarded from the caller.
+        unsafe { invoke_microtask(thread_num, fn_ptr, args, nargs) };
+        if team_wide {
             state::end_implicit_task();
-            state::set_thread_flags(tid, 0);
         }
+        state::set_thread_flags(tid, flags);
+    }
+    if team_wide {
         arch::team_barrier();
         if tid == 0 {
             sync::close_region(size);
         }
-        return;
     }
+}
 
-    // Generic mode: only the main thread gets here. The region gets the threads it asks for
-    // (dyn-var is false, so OpenMP's algorithm gives `num_threads` when that many are free):
-    // not rounded to whole warps as LLVM's runtime does. Its barriers meet at the hardware
-    // barrier for any count, its reductions handle a partial warp (`reduction`), and the
-    // worker lanes outside it wait at the team barrier, which is not the aligned form.
-    let size = requested_threads(if_expr, num_threads, state::max_workers());
-    if size <= 1 || wrapper_fn.is_null() {
-        // SAFETY: forwarded from the caller.
-        unsafe { run_serialized(fn_ptr, args, nargs) };
-        return;
+/// SPMD: the team's region of `size` threads begins (`flags`: the team code's).
+fn open_spmd_region(size: u32, flags: u8) {
+    let team = state::team();
+    // The team code's flags: none, or a distribute chunk loop that defers its reductions.
+    if flags & DEFERRED_REDUCTION != 0 {
+        crate::reduction::deferred::enter_chunk_region();
     }
+    // The region's size is published in the team state. A region like the last one (the
+    // chunk regions of a `distribute parallel for`) finds it there and starts at once: the
+    // previous region's closing barrier already separates it. Otherwise every thread reads the
+    // old value before thread 0 writes the new one, and reads it after.
+    let same = team.parallel_team_size.load(Ordering::Relaxed) == size
+        && sync::region_barrier_kind(size) != sync::RegionBarrier::Subset;
+    if !same {
+        arch::team_barrier();
+        if arch::thread_id_in_block() == 0 {
+            team.parallel_team_size.store(size, Ordering::Relaxed);
+            sync::open_region(size);
+        }
+        arch::team_barrier();
+    }
+}
+
+/// Generic mode: only the main thread gets here. The region gets the threads it asks for
+/// (dyn-var is false, so OpenMP's algorithm gives `num_threads` when that many are free): not
+/// rounded to whole warps as LLVM's runtime does. Its barriers meet at the hardware barrier for
+/// any count, its reductions handle a partial warp (`reduction`), and the worker lanes outside
+/// it wait at the team barrier, which is not the aligned form.
+fn run_generic_region(wrapper_fn: *mut c_void, args: *mut *mut c_void, nargs: usize, size: u32) {
+    let team = state::team();
     let (shared_args, heap_args) = share_args(args, nargs);
     team.shared_args.store(shared_args, Ordering::Relaxed);
     team.parallel_team_size.store(size, Ordering::Relaxed);
     sync::open_region(size);
-    team.work_fn.store(wrapper_fn as usize, Ordering::Release);
+    // The barrier publishes the region (a release store would be a system-scope
+    // `st.release.sys` on nvptx; the barrier orders every state space at CTA scope).
+    team.work_fn.store(wrapper_fn as usize, Ordering::Relaxed);
     arch::team_barrier(); // workers start
     arch::team_barrier(); // workers done
     sync::close_region(size);

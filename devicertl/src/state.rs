@@ -26,6 +26,10 @@ pub const SHARED_STACK_BYTES: usize = 4096;
 pub const LEVEL_MASK: u8 = 0x3f;
 /// The thread's outermost region is the team-wide one (its thread number is its id).
 pub const IN_TEAM_REGION: u8 = 0x80;
+/// SPMD: the thread's team code is in the chunk loop of a `distribute parallel for` whose
+/// parallel reductions it defers to the last chunk (`reduction::deferred`); kept through the
+/// chunk regions.
+pub const DEFERRED_REDUCTION: u8 = 0x40;
 
 /// What one thread keeps beyond its flags, on the device heap: the loops it runs alone and the
 /// ICVs it set inside a parallel region (its implicit task's data environment).
@@ -94,9 +98,10 @@ pub fn end_implicit_task() {
 
 /// Kernel end (no thread of the team runs any more): the table goes back to the heap.
 pub fn release_thread_slots() {
-    let table = team()
-        .thread_slots
-        .swap(core::ptr::null_mut(), Ordering::Relaxed);
+    // A load and a store, no atomic exchange: no other thread of the team runs any more.
+    let slots = &team().thread_slots;
+    let table = slots.load(Ordering::Relaxed);
+    slots.store(core::ptr::null_mut(), Ordering::Relaxed);
     if !table.is_null() {
         // SAFETY: allocated by `thread_slot`; nobody uses it any more.
         unsafe { crate::heap::device_free(table as *mut u8) };
@@ -214,11 +219,20 @@ pub fn team() -> &'static TeamState {
     unsafe { &*(arch::team_shared() as *const TeamState) }
 }
 
-/// Thread 0 resets the team before the first barrier of the kernel.
+/// Resets the team: SPMD, thread 0 before the first barrier of the kernel; generic, the main
+/// thread before it first uses the team state.
 pub fn init_team(exec_mode: u8, launch_env: *mut KernelLaunchEnvironment) {
     let team = team();
     team.exec_mode.store(exec_mode as u32, Ordering::Relaxed);
-    team.parallel_team_size.store(1, Ordering::Relaxed);
+    // What a region of the whole team sets: an SPMD kernel's first such region then starts
+    // without publishing it (`__kmpc_parallel_60`). Only threads inside a team-wide region read
+    // it, so the value outside regions is never seen.
+    let team_size = if rustomp_abi::exec_mode::is_spmd(exec_mode) {
+        arch::num_threads_in_block()
+    } else {
+        1
+    };
+    team.parallel_team_size.store(team_size, Ordering::Relaxed);
     team.work_fn.store(0, Ordering::Relaxed);
     team.shared_args
         .store(core::ptr::null_mut(), Ordering::Relaxed);
@@ -229,7 +243,8 @@ pub fn init_team(exec_mode: u8, launch_env: *mut KernelLaunchEnvironment) {
     team.dispatch.reset();
     team.thread_slots
         .store(core::ptr::null_mut(), Ordering::Relaxed);
-    for word in &team.scratch {
+    // The scratch words read before they are written (the others are written first).
+    for word in &team.scratch[SCRATCH_SHARED_ARGS_ON_HEAP..=SCRATCH_MAX_ACTIVE_LEVELS] {
         word.store(0, Ordering::Relaxed);
     }
 }

@@ -310,3 +310,32 @@ fn spmd_team_variables_are_one_per_team() {
         );
     }
 }
+
+/// What a kernel with one `parallel` costs in team barriers up to the region's end (issue 22,
+/// item 4: a generic-mode region within 1.5 us of the SPMD one). Generic: the main thread sets
+/// the team up without a barrier, then one barrier starts the region and one ends it (before:
+/// one more at kernel start, 3). SPMD: the start of the kernel, and the region's end; the region
+/// finds its size already published and starts without a barrier (before: 3). The kernel's end
+/// adds one barrier in both.
+#[test]
+fn one_region_costs_two_team_barriers_in_both_modes() {
+    use devicertl::arch::host::team_barriers_met;
+    for compiler_state_machine in [false, true] {
+        let met = AtomicU64::new(0);
+        generic_kernel(2, 40, 8, no_launch_env(), compiler_state_machine, || {
+            parallel(true, 0, &|| {});
+            met.store(team_barriers_met(), Relaxed);
+        });
+        assert_eq!(
+            met.load(Relaxed),
+            2,
+            "generic (compiler state machine: {compiler_state_machine})"
+        );
+    }
+    let met = AtomicU64::new(0);
+    spmd_kernel(2, 40, 8, no_launch_env(), || {
+        parallel(true, 0, &|| {});
+        met.store(team_barriers_met(), Relaxed);
+    });
+    assert_eq!(met.load(Relaxed), 2, "SPMD");
+}

@@ -216,3 +216,11 @@ pub fn print_message(message: &core::ffi::CStr) {
 pub fn pause() {
     core::hint::spin_loop();
 }
+
+/// Team memory the runtime reads or writes plainly where another thread may touch it: the host
+/// emulation checks that a hardware meeting orders such accesses (`host::race`); nothing here.
+#[inline(always)]
+pub fn watch_read(_addr: *const u8, _bytes: usize, _what: &'static str) {}
+/// As `watch_read`, for a write.
+#[inline(always)]
+pub fn watch_write(_addr: *const u8, _bytes: usize, _what: &'static str) {}

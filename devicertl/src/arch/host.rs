@@ -504,6 +504,16 @@ pub fn shuffle_down_u32(mask: u64, value: u32, delta: u32, width: u32) -> u32 {
 pub fn team_barrier() {
     team().barrier.wait(true);
 }
+/// How many times the calling thread's team has met at the team barrier so far (for the tests
+/// that count what a launch costs).
+pub fn team_barriers_met() -> u64 {
+    team()
+        .barrier
+        .state
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .generation
+}
 /// Named barriers are emulated, so both ways of meeting on part of a team get tested.
 pub const HAS_REGION_BARRIER: bool = true;
 /// As on the GPU, the count is whole warps.
@@ -593,6 +603,16 @@ unsafe extern "C" {
 pub fn pause() {
     check_aborted();
     std::thread::yield_now();
+}
+
+/// The runtime's own watched accesses (its stash of deferred reductions): checked like the
+/// tests' (`race`), a no-op on a GPU.
+pub fn watch_read(addr: *const u8, bytes: usize, what: &'static str) {
+    race::read(addr, bytes, what);
+}
+/// As `watch_read`, for a write.
+pub fn watch_write(addr: *const u8, bytes: usize, what: &'static str) {
+    race::write(addr, bytes, what);
 }
 
 /// Watched team memory: accesses that the code under test declares (the compiler's transfer

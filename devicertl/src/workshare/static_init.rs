@@ -69,8 +69,33 @@ pub(super) fn team_entity() -> (i128, i128) {
     )
 }
 
+/// A thread's share of a worksharing loop of its region.
+fn region_share(kind: i32, lb: i128, ub: i128, incr: i128, chunk: i128) -> StaticShare {
+    let (id, n) = region_entity();
+    static_share(kind, lb, ub, incr, chunk, id, n)
+}
+
+/// A team's share of a `distribute` loop. A chunked one in an SPMD kernel is clang's chunk loop
+/// of `distribute parallel for` (one parallel region per chunk): the team's threads may defer
+/// the regions' reductions to its last chunk, so they learn how many chunks the team runs.
+fn team_share(kind: i32, lb: i128, ub: i128, incr: i128, chunk: i128) -> StaticShare {
+    let (id, n) = team_entity();
+    let share = static_share(kind, lb, ub, incr, chunk, id, n);
+    if sched::base(kind) == sched::DISTRIBUTE_STATIC_CHUNKED && chunk > 0 && state::is_spmd() {
+        let trip = trip_count(lb, ub, if incr == 0 { 1 } else { incr });
+        let chunks = (trip + chunk - 1) / chunk;
+        // In 32 bits (a 128-bit division is long code inlined into the kernel, which takes
+        // registers from every thread of it); a loop of more chunks does not defer.
+        if id < chunks && chunks <= u32::MAX as i128 {
+            let mine = (chunks - 1 - id) as u32 / (n.clamp(1, u32::MAX as i128) as u32) + 1;
+            crate::reduction::deferred::open(mine);
+        }
+    }
+    share
+}
+
 macro_rules! static_init {
-    ($name:ident, $entity:ident, $t:ty, $st:ty) => {
+    ($name:ident, $share:ident, $t:ty, $st:ty) => {
         /// # Safety
         /// The pointers are writable, as clang passes them.
         #[unsafe(no_mangle)]
@@ -85,17 +110,14 @@ macro_rules! static_init {
             incr: $st,
             chunk: $st,
         ) {
-            let (id, n) = $entity();
             // SAFETY: guaranteed by the caller.
             unsafe {
-                let share = static_share(
+                let share = $share(
                     kind,
                     *plower as i128,
                     *pupper as i128,
                     incr as i128,
                     chunk as i128,
-                    id,
-                    n,
                 );
                 *plower = share.lb as $t;
                 *pupper = share.ub as $t;
@@ -105,16 +127,19 @@ macro_rules! static_init {
         }
     };
 }
-static_init!(__kmpc_for_static_init_4, region_entity, i32, i32);
-static_init!(__kmpc_for_static_init_4u, region_entity, u32, i32);
-static_init!(__kmpc_for_static_init_8, region_entity, i64, i64);
-static_init!(__kmpc_for_static_init_8u, region_entity, u64, i64);
-static_init!(__kmpc_distribute_static_init_4, team_entity, i32, i32);
-static_init!(__kmpc_distribute_static_init_4u, team_entity, u32, i32);
-static_init!(__kmpc_distribute_static_init_8, team_entity, i64, i64);
-static_init!(__kmpc_distribute_static_init_8u, team_entity, u64, i64);
+static_init!(__kmpc_for_static_init_4, region_share, i32, i32);
+static_init!(__kmpc_for_static_init_4u, region_share, u32, i32);
+static_init!(__kmpc_for_static_init_8, region_share, i64, i64);
+static_init!(__kmpc_for_static_init_8u, region_share, u64, i64);
+static_init!(__kmpc_distribute_static_init_4, team_share, i32, i32);
+static_init!(__kmpc_distribute_static_init_4u, team_share, u32, i32);
+static_init!(__kmpc_distribute_static_init_8, team_share, i64, i64);
+static_init!(__kmpc_distribute_static_init_8u, team_share, u64, i64);
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_for_static_fini(_ident: *const c_void, _gtid: i32) {}
+/// The end of a `distribute` loop: a deferring team's stash goes back (see `team_share`).
 #[unsafe(no_mangle)]
-pub extern "C" fn __kmpc_distribute_static_fini(_ident: *const c_void, _gtid: i32) {}
+pub extern "C" fn __kmpc_distribute_static_fini(_ident: *const c_void, _gtid: i32) {
+    crate::reduction::deferred::close();
+}

@@ -10,12 +10,13 @@
 //! - the four list/global callbacks copy or combine a thread's list with a slot of the
 //!   per-launch teams buffer (`KernelLaunchEnvironment::reduction_buffer`).
 
+pub mod deferred;
+
 use crate::{arch, state};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-pub type ShuffleReduceFn =
-    unsafe extern "C" fn(list: *mut c_void, lane: i16, offset: i16, algorithm: i16);
+pub use deferred::ShuffleReduceFn;
 pub type InterWarpCopyFn = unsafe extern "C" fn(list: *mut c_void, warps: i32);
 pub type ListGlobalFn = unsafe extern "C" fn(buffer: *mut c_void, slot: i32, list: *mut c_void);
 
@@ -105,6 +106,11 @@ pub unsafe extern "C" fn __kmpc_nvptx_parallel_reduce_nowait_v2(
     inter_warp_copy: InterWarpCopyFn,
 ) -> i32 {
     let view = state::thread_view();
+    // SAFETY: forwarded from the caller.
+    if deferred::applies(&view) && unsafe { deferred::chunk(list, shuffle_reduce, &view) } {
+        // The value waits in the thread's stash for the team's last chunk region.
+        return 0;
+    }
     if view.num_threads <= 1 {
         return 1;
     }
@@ -268,6 +274,10 @@ pub unsafe extern "C" fn __kmpc_nvptx_teams_reduce_nowait_v2(
 /// are not in the region and never reach the shuffle.
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_shuffle_int32(value: i32, delta: i16, width: i16) -> i32 {
+    if delta >= deferred::COMBINE {
+        // Not a lane: the runtime's own call of the compiler's callback (`deferred`).
+        return deferred::shuffle(value as u32, delta) as i32;
+    }
     let (_, mask) = crate::sync::warp_lanes_in_region(crate::sync::current_region_threads());
     arch::shuffle_down_u32(mask, value as u32, delta as u32, width as u32) as i32
 }
