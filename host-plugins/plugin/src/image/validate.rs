@@ -7,6 +7,12 @@
 //! reads every header those loaders use (with the `object` crate's bounds-checked ELF reader),
 //! checks that what it describes lies inside the image and agrees with the section table, and
 //! names the first field at fault and its offset in the image.
+//!
+//! Why one file of about 800 lines: it is one pass over the headers in the order a loader reads
+//! them (identification, header, segments, sections, dynamic section, relocations), each step
+//! relying on what the earlier ones proved; split by header kind, a reader would have to follow
+//! that order across files. Its tests are the corrupted-image runs (`cargo xtask corrupt`) and
+//! the fuzz targets, plus `image/tests.rs`.
 
 use super::{classify, u16_at, u32_at, u64_at, ImageKind};
 use object::elf::{self, FileHeader64, ProgramHeader64, SectionHeader64};
