@@ -26,6 +26,16 @@ define hidden ptr @__rustomp_dynamic_shared_ptr() #0 {
   ret ptr addrspacecast (ptr addrspace(3) @__rustomp_dynamic_shared to ptr)
 }
 
+; A code pointer the optimizer must not follow. amdgcn's link-time optimization assumes a
+; closed world and turns an indirect call with few candidates of its signature into direct
+; calls, which then inline: through `__kmpc_parallel_60`'s call of the region (one call site
+; per argument count) that put every outlined region of a program into one function (03's
+; reductions: 112k lines of IR, codegen past 15 minutes). No instruction is emitted.
+define hidden ptr @__rustomp_opaque_code_ptr(ptr %p) #0 {
+  %q = call ptr asm "", "=v,0"(ptr %p)
+  ret ptr %q
+}
+
 ; s_barrier alone does not order memory: release before, acquire after, at workgroup scope.
 define hidden void @__rustomp_team_barrier() #1 {
   fence syncscope("workgroup") release

@@ -27,6 +27,8 @@ unsafe fn invoke_microtask(
     args: *mut *mut c_void,
     nargs: usize,
 ) {
+    // One indirect call per argument count below: kept indirect on amdgcn (`arch`).
+    let fn_ptr = arch::opaque_code_ptr(fn_ptr) as Microtask;
     let mut gtid = thread_num as i32;
     let mut btid = 0i32;
     let (g, b) = (&mut gtid as *mut i32, &mut btid as *mut i32);

@@ -33,6 +33,7 @@ unsafe extern "C" {
     fn __rustomp_team_shared_ptr() -> *mut u8;
     fn __rustomp_dynamic_shared_ptr() -> *mut u8;
     fn __rustomp_team_barrier();
+    fn __rustomp_opaque_code_ptr(p: *const core::ffi::c_void) -> *const core::ffi::c_void;
     fn __rustomp_team_fence();
     fn __rustomp_team_fence_release();
     fn __rustomp_team_fence_acquire();
@@ -224,3 +225,11 @@ pub fn watch_read(_addr: *const u8, _bytes: usize, _what: &'static str) {}
 /// As `watch_read`, for a write.
 #[inline(always)]
 pub fn watch_write(_addr: *const u8, _bytes: usize, _what: &'static str) {}
+
+/// `p`, hidden from the optimizer: an indirect call through it stays one call (see
+/// `ir/amdgcn.ll`: the closed-world specialization would inline every candidate).
+#[inline(always)]
+pub fn opaque_code_ptr(p: *const core::ffi::c_void) -> *const core::ffi::c_void {
+    // SAFETY: an empty asm statement returning its operand.
+    unsafe { __rustomp_opaque_code_ptr(p) }
+}
