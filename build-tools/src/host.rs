@@ -6,7 +6,7 @@
 //! device code is compiled with (`pass.rs`).
 
 use crate::bail;
-use crate::paths::{dist_bin, dist_lib, MPI_SHIM, PROXY};
+use crate::paths::{dist_bin, dist_lib, INFO, MPI_SHIM, PROXY};
 use crate::paths::{llvm_ref_dir, LLVM_LIBOMPTARGET, SONAME};
 use crate::util::{self, at, Cmd, Result};
 use std::path::Path;
@@ -31,7 +31,7 @@ pub fn run() -> Result<()> {
     }
     Cmd::new(util::cargo())
         .in_root()
-        .args(["build", "--release", "-p", PACKAGE, "-p", PROXY])
+        .args(["build", "--release", "-p", PACKAGE, "-p", PROXY, "-p", INFO])
         .hint("the host library did not build; fix the error above")
         .run()?;
     let built = at("target/release/libomptarget.so");
@@ -48,6 +48,10 @@ pub fn run() -> Result<()> {
     let proxy = dist_bin().join(PROXY);
     util::install(&at("target/release").join(PROXY), &proxy)?;
     println!("host: installed {}", util::show(&proxy));
+    // rustomp-info beside it: `mpirun -np N rustomp-proxy : -np 1 dist/bin/rustomp-info`
+    // finds the MPI shim in ../lib, as the proxy does.
+    let info = dist_bin().join(INFO);
+    util::install(&at("target/release").join(INFO), &info)?;
     mpi_shim()?;
     link_llvm_reference();
     crate::host_devicertl::build()?;
@@ -84,7 +88,10 @@ pub fn mpi_shim() -> Result<()> {
     if util::mtime(&out) >= util::mtime(&source) && util::mtime(&out).is_some() {
         return Ok(());
     }
-    let libdirs = Cmd::new(&mpicc).arg("--showme:libdirs").output().unwrap_or_default();
+    let libdirs = Cmd::new(&mpicc)
+        .arg("--showme:libdirs")
+        .output()
+        .unwrap_or_default();
     let mut cmd = Cmd::new(&mpicc);
     cmd.args(["-O2", "-Wall", "-Wextra", "-shared", "-fPIC"])
         .arg(&source)

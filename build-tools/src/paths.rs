@@ -20,6 +20,8 @@ pub fn dist_bin() -> PathBuf {
 pub const MPI_SHIM: &str = "librustomp-mpi.so";
 /// The proxy program remote ranks run.
 pub const PROXY: &str = "rustomp-proxy";
+/// The device listing, installed beside the proxy.
+pub const INFO: &str = "rustomp-info";
 
 /// The CUDA tools `cargo xtask setup` installs from PyPI (ptxas, nvlink, libdevice, cuda.h):
 /// what `--cuda-path` names.

@@ -40,11 +40,7 @@ where
     work(&pool);
     // The others end too once they lead (receive says None to each).
     loop {
-        let next = pool
-            .started
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop();
+        let next = pool.started.lock().unwrap_or_else(|e| e.into_inner()).pop();
         match next {
             Some(thread) => {
                 let _ = thread.join();

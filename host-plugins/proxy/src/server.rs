@@ -276,7 +276,10 @@ impl Server {
         let message = Reply::encode(kind, id, result);
         let tag = wire::reply_tag(id, self.mpi.tag_slots);
         // SAFETY: `message` lives until the send completed or was abandoned below.
-        let sent = unsafe { self.mpi.isend(message.as_ptr(), message.len(), self.app, tag) };
+        let sent = unsafe {
+            self.mpi
+                .isend(message.as_ptr(), message.len(), self.app, tag)
+        };
         let mut pending = match sent {
             Ok(p) => [p],
             Err(e) => {
@@ -379,7 +382,10 @@ impl Server {
         if rank < 0 || rank >= self.mpi.size || rank == self.mpi.rank || !is_data_tag {
             return Err((
                 ErrorKind::InvalidArgument,
-                format!("rank {}: no transfer with rank {rank} on tag {tag}", self.mpi.rank),
+                format!(
+                    "rank {}: no transfer with rank {rank} on tag {tag}",
+                    self.mpi.rank
+                ),
             ));
         }
         Ok(Peer {
@@ -429,7 +435,10 @@ impl Server {
                 data.try_reserve_exact(bytes as usize).map_err(|_| {
                     (
                         ErrorKind::OutOfMemory,
-                        format!("rank {}: no memory for an image of {bytes} bytes", self.mpi.rank),
+                        format!(
+                            "rank {}: no memory for an image of {bytes} bytes",
+                            self.mpi.rank
+                        ),
                     )
                 })?;
                 data.resize(bytes as usize, 0);
@@ -448,7 +457,10 @@ impl Server {
                 if rustomp_remote_plugin::hash::image_hash(&data) != hash {
                     return Err((
                         ErrorKind::InvalidImage,
-                        format!("rank {}: the image received does not match its hash", self.mpi.rank),
+                        format!(
+                            "rank {}: the image received does not match its hash",
+                            self.mpi.rank
+                        ),
                     ));
                 }
                 self.images
@@ -529,7 +541,10 @@ impl Server {
             } => {
                 let opened = self.opened(device)?;
                 let size = usize::try_from(bytes).map_err(|_| {
-                    (ErrorKind::OutOfMemory, format!("{}: {bytes} bytes", opened.name))
+                    (
+                        ErrorKind::OutOfMemory,
+                        format!("{}: {bytes} bytes", opened.name),
+                    )
                 })?;
                 let ptr = opened.device.alloc(size, kind).map_err(offload)?;
                 opened
@@ -549,12 +564,16 @@ impl Server {
                 {
                     return Err((
                         ErrorKind::InvalidArgument,
-                        format!("{}: {ptr:#x} is no allocation of the application", opened.name),
+                        format!(
+                            "{}: {ptr:#x} is no allocation of the application",
+                            opened.name
+                        ),
                     ));
                 }
                 // SAFETY: an allocation this device made for the application, freed once (its
                 // range was just removed).
-                unsafe { opened.device.free(ptr as usize as *mut c_void, kind) }.map_err(offload)?;
+                unsafe { opened.device.free(ptr as usize as *mut c_void, kind) }
+                    .map_err(offload)?;
                 Ok(Reply::Done)
             }
             Request::CopyTo { device, dst, bytes } => {
@@ -608,7 +627,8 @@ impl Server {
                 let to = self.opened(dst_device)?;
                 self.check(&from, src, bytes)?;
                 self.check(&to, dst, bytes)?;
-                self.copy_local(&from, src, &to, dst, bytes).map_err(offload)?;
+                self.copy_local(&from, src, &to, dst, bytes)
+                    .map_err(offload)?;
                 Ok(Reply::Done)
             }
             Request::PeerSend {
@@ -764,7 +784,10 @@ impl Server {
         if rank == self.app {
             return Err((
                 ErrorKind::InvalidArgument,
-                format!("rank {}: a copy between ranks names the application", self.mpi.rank),
+                format!(
+                    "rank {}: a copy between ranks names the application",
+                    self.mpi.rank
+                ),
             ));
         }
         self.peer(rank, tag, bytes)
@@ -815,7 +838,10 @@ impl Server {
         let len = usize::try_from(bytes)
             .ok()
             .filter(|b| *b <= i32::MAX as usize)
-            .ok_or((ErrorKind::InvalidArgument, "baseline size beyond an int".to_string()))?;
+            .ok_or((
+                ErrorKind::InvalidArgument,
+                "baseline size beyond an int".to_string(),
+            ))?;
         let mut buffer = vec![0u8; len.max(1)];
         let app = self.app;
         let mpi = self.mpi;

@@ -73,7 +73,8 @@ pub unsafe fn receive(
         for (offset, len) in wire::fragments(bytes) {
             // SAFETY: the caller's range holds `bytes`; the fragment lies inside it, and
             // `wait` completes or cancels every receive before returning.
-            match unsafe { mpi.irecv((dst + offset) as usize as *mut u8, len, peer.rank, peer.tag) } {
+            match unsafe { mpi.irecv((dst + offset) as usize as *mut u8, len, peer.rank, peer.tag) }
+            {
                 Ok(p) => pending.push(p),
                 Err(e) => {
                     mpi.abandon(&mut pending);
@@ -85,7 +86,10 @@ pub unsafe fn receive(
     }
     let parts: Vec<(u64, usize)> = wire::fragments(bytes).collect();
     let size = parts.first().map_or(0, |p| p.1);
-    let mut buffers = [vec![0u8; size], vec![0u8; if parts.len() > 1 { size } else { 0 }]];
+    let mut buffers = [
+        vec![0u8; size],
+        vec![0u8; if parts.len() > 1 { size } else { 0 }],
+    ];
     // MPI holds the buffers by address from here on; only these pointers are used.
     let at: [*mut u8; 2] = [buffers[0].as_mut_ptr(), buffers[1].as_mut_ptr()];
     let mut in_flight: [Option<Pending>; 2] = [None, None];
@@ -146,7 +150,14 @@ pub unsafe fn send(
         let mut pending = Vec::new();
         for (offset, len) in wire::fragments(bytes) {
             // SAFETY: as in `receive`, readable.
-            match unsafe { mpi.isend((src + offset) as usize as *const u8, len, peer.rank, peer.tag) } {
+            match unsafe {
+                mpi.isend(
+                    (src + offset) as usize as *const u8,
+                    len,
+                    peer.rank,
+                    peer.tag,
+                )
+            } {
                 Ok(p) => pending.push(p),
                 Err(e) => {
                     mpi.abandon(&mut pending);
@@ -158,7 +169,10 @@ pub unsafe fn send(
     }
     let parts: Vec<(u64, usize)> = wire::fragments(bytes).collect();
     let size = parts.first().map_or(0, |p| p.1);
-    let mut buffers = [vec![0u8; size], vec![0u8; if parts.len() > 1 { size } else { 0 }]];
+    let mut buffers = [
+        vec![0u8; size],
+        vec![0u8; if parts.len() > 1 { size } else { 0 }],
+    ];
     let at: [*mut u8; 2] = [buffers[0].as_mut_ptr(), buffers[1].as_mut_ptr()];
     // Per buffer, the send that reads it.
     let mut in_flight: [Option<Pending>; 2] = [None, None];

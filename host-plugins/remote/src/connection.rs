@@ -27,7 +27,10 @@ pub fn connection() -> std::result::Result<&'static Connection, String> {
     if let Launch::Without(why) = launcher::detect(environment) {
         return Err(why);
     }
-    CONNECTION.get_or_init(connect).as_ref().map_err(Clone::clone)
+    CONNECTION
+        .get_or_init(connect)
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 fn connect() -> std::result::Result<Connection, String> {
@@ -80,4 +83,3 @@ impl Connection {
         why.join("; ")
     }
 }
-

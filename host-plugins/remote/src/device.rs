@@ -112,15 +112,24 @@ fn address(ptr: *const c_void) -> u64 {
 
 impl Device for RemoteDevice {
     fn alloc(&self, bytes: usize, kind: AllocKind) -> Result<*mut c_void> {
+        // Host and shared memory must be usable by this process: a proxy's is not.
+        if kind != AllocKind::Device {
+            return Err(OffloadError::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "{}: {kind:?} memory of a remote device would be another process's memory; only device memory (omp_target_alloc) is offered",
+                    self.place.name
+                ),
+            ));
+        }
         let request = Request::Alloc {
             device: self.place.local,
             bytes: bytes as u64,
             kind,
         };
-        match self
-            .place
-            .call(&request, Bulk::None, &|| format!("allocation of {bytes} bytes"))?
-        {
+        match self.place.call(&request, Bulk::None, &|| {
+            format!("allocation of {bytes} bytes")
+        })? {
             Reply::Value(ptr) => Ok(ptr as usize as *mut c_void),
             _ => Err(unexpected(Kind::Alloc).context(&self.place.name)),
         }
@@ -179,11 +188,11 @@ impl Device for RemoteDevice {
             src: address(device),
             bytes: bytes as u64,
         };
-        match self.place.call(
-            &request,
-            Bulk::In(host as *mut u8, bytes as u64),
-            &|| format!("copy of {bytes} bytes from {device:p}"),
-        )? {
+        match self
+            .place
+            .call(&request, Bulk::In(host as *mut u8, bytes as u64), &|| {
+                format!("copy of {bytes} bytes from {device:p}")
+            })? {
             Reply::Done => Ok(()),
             _ => Err(unexpected(Kind::CopyFrom).context(&self.place.name)),
         }
@@ -224,12 +233,7 @@ impl Device for RemoteDevice {
             return Some(Ok(()));
         }
         let link = self.link();
-        let what = || {
-            format!(
-                "copy of {bytes} bytes to {} at {dst:p}",
-                other.place.name
-            )
-        };
+        let what = || format!("copy of {bytes} bytes to {} at {dst:p}", other.place.name);
         if self.place.rank == other.place.rank {
             let request = Request::CopyLocal {
                 src_device: self.place.local,
@@ -238,11 +242,7 @@ impl Device for RemoteDevice {
                 dst: address(dst),
                 bytes: bytes as u64,
             };
-            return Some(
-                self.place
-                    .call(&request, Bulk::None, &what)
-                    .map(|_| ()),
-            );
+            return Some(self.place.call(&request, Bulk::None, &what).map(|_| ()));
         }
         // Rank to rank: the receiver and the sender are asked at once, and the data goes
         // between them directly on a tag of their own.
@@ -298,7 +298,13 @@ impl Device for RemoteDevice {
             device: self.place.local,
             hash,
         };
-        let what = || format!("load of a {} image ({} bytes)", image.triple, image.bytes.len());
+        let what = || {
+            format!(
+                "load of a {} image ({} bytes)",
+                image.triple,
+                image.bytes.len()
+            )
+        };
         match self.place.call(&request, Bulk::None, &what)? {
             Reply::Value(id) => Ok(Box::new(RemoteImage {
                 place: self.place.clone(),
@@ -396,10 +402,9 @@ impl LoadedImage for RemoteImage {
             image: self.id,
             name: name.to_string(),
         };
-        match self
-            .place
-            .call(&request, Bulk::None, &|| format!("lookup of kernel '{name}'"))?
-        {
+        match self.place.call(&request, Bulk::None, &|| {
+            format!("lookup of kernel '{name}'")
+        })? {
             Reply::Kernel(None) => Ok(None),
             Reply::Kernel(Some(id)) => {
                 let handle = NonNull::new(id as usize as *mut c_void).ok_or_else(|| {
@@ -421,10 +426,9 @@ impl LoadedImage for RemoteImage {
             image: self.id,
             name: name.to_string(),
         };
-        match self
-            .place
-            .call(&request, Bulk::None, &|| format!("lookup of global '{name}'"))?
-        {
+        match self.place.call(&request, Bulk::None, &|| {
+            format!("lookup of global '{name}'")
+        })? {
             Reply::Global(None) => Ok(None),
             Reply::Global(Some((address, size))) => Ok(Some(DeviceGlobal {
                 address: address as usize as *mut c_void,

@@ -18,7 +18,10 @@ fn mix(mut x: u64) -> u64 {
 }
 
 pub fn image_hash(bytes: &[u8]) -> ImageHash {
-    let (mut a, mut b) = (K0 ^ bytes.len() as u64, K1.rotate_left(17) ^ bytes.len() as u64);
+    let (mut a, mut b) = (
+        K0 ^ bytes.len() as u64,
+        K1.rotate_left(17) ^ bytes.len() as u64,
+    );
     let mut words = bytes.chunks_exact(8);
     for word in &mut words {
         let w = u64::from_le_bytes(word.try_into().expect("chunks of 8"));

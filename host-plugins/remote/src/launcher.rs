@@ -82,11 +82,23 @@ mod tests {
         assert!(matches!(ompi("1", "2"), Launch::Without(why) if why.contains("rank 1 of 3")));
         // An MPI program run alone calls MPI_Init itself: leave MPI to it.
         assert!(matches!(ompi("2", "1"), Launch::Without(why) if why.contains("no rustomp-proxy")));
-        assert!(matches!(with(&[]), Launch::Without(why) if why.contains("not started by an MPI launcher")));
-        assert!(matches!(with(&[("PMI_SIZE", "2")]), Launch::Without(why) if why.contains("RUSTOMP_REMOTE=1")));
-        assert_eq!(with(&[("PMI_SIZE", "2"), ("RUSTOMP_REMOTE", "1")]), Launch::WithProxies);
+        assert!(
+            matches!(with(&[]), Launch::Without(why) if why.contains("not started by an MPI launcher"))
+        );
+        assert!(
+            matches!(with(&[("PMI_SIZE", "2")]), Launch::Without(why) if why.contains("RUSTOMP_REMOTE=1"))
+        );
+        assert_eq!(
+            with(&[("PMI_SIZE", "2"), ("RUSTOMP_REMOTE", "1")]),
+            Launch::WithProxies
+        );
         assert!(matches!(
-            with(&[("OMPI_COMM_WORLD_SIZE", "2"), ("OMPI_NUM_APP_CTX", "2"), ("OMPI_COMM_WORLD_RANK", "1"), ("RUSTOMP_REMOTE", "0")]),
+            with(&[
+                ("OMPI_COMM_WORLD_SIZE", "2"),
+                ("OMPI_NUM_APP_CTX", "2"),
+                ("OMPI_COMM_WORLD_RANK", "1"),
+                ("RUSTOMP_REMOTE", "0")
+            ]),
             Launch::Without(_)
         ));
     }

@@ -60,7 +60,10 @@ pub struct Rank {
 
 impl Rank {
     pub fn failure(&self) -> Option<String> {
-        self.failed.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn fail(&self, why: &str) {
@@ -89,13 +92,16 @@ thread_local! {
 }
 
 fn take_buffer() -> Vec<u8> {
+    // At exit (the main thread's locals may be gone already) a fresh buffer does.
     REPLY_BUFFERS
-        .with(|b| b.borrow_mut().pop())
+        .try_with(|b| b.borrow_mut().pop())
+        .ok()
+        .flatten()
         .unwrap_or_else(|| vec![0u8; wire::MAX_REPLY])
 }
 
 fn give_buffer(buffer: Vec<u8>) {
-    REPLY_BUFFERS.with(|b| b.borrow_mut().push(buffer));
+    let _ = REPLY_BUFFERS.try_with(|b| b.borrow_mut().push(buffer));
 }
 
 /// The time a transfer of `bytes` may take beyond the timeout before the rank is asked whether
@@ -179,7 +185,9 @@ impl Link {
                         wire::VERSION
                     ),
                 )),
-                Ok(_) => link.missing.push((rank, "an answer that is no hello".into())),
+                Ok(_) => link
+                    .missing
+                    .push((rank, "an answer that is no hello".into())),
                 Err(e) => link.missing.push((rank, e.message)),
             }
         }
@@ -469,10 +477,7 @@ impl Link {
     fn ping(&self, index: usize, limit: Duration) -> Result<()> {
         let rank = &self.ranks[index];
         let mut call = self.post_to(rank.rank, index, &Request::Ping, Bulk::None)?;
-        match self
-            .mpi
-            .wait_all(&mut call.pending, Instant::now() + limit)
-        {
+        match self.mpi.wait_all(&mut call.pending, Instant::now() + limit) {
             Ok(true) => {
                 self.reply_of(&mut call)??;
                 rank.heard.store(self.now_nanos(), Ordering::Relaxed);
@@ -517,17 +522,24 @@ impl Link {
             Bulk::Out(bytes.as_ptr(), bytes.len() as u64),
             &what,
         )?;
-        let verdicts = match self.call(index, &Request::Compatibility { hash }, Bulk::None, &what)? {
-            Reply::Compatibility(v) => v,
-            _ => return Err(unexpected(Kind::Compatibility)),
-        };
+        let verdicts =
+            match self.call(index, &Request::Compatibility { hash }, Bulk::None, &what)? {
+                Reply::Compatibility(v) => v,
+                _ => return Err(unexpected(Kind::Compatibility)),
+            };
         images.insert(hash, verdicts.clone());
         Ok(verdicts)
     }
 
     /// Plain MPI between this process and proxy `index`, for the benchmark's reference: the
     /// time of `iterations` rounds of `mode` (see `Request::Baseline`), measured here.
-    pub fn baseline(&self, index: usize, mode: u32, bytes: u64, iterations: u32) -> Result<Duration> {
+    pub fn baseline(
+        &self,
+        index: usize,
+        mode: u32,
+        bytes: u64,
+        iterations: u32,
+    ) -> Result<Duration> {
         let len = usize::try_from(bytes)
             .ok()
             .filter(|b| *b <= i32::MAX as usize)

@@ -341,7 +341,9 @@ impl Mpi {
                 } else {
                     // SAFETY: NUL-terminated by the shim.
                     let text = unsafe { CStr::from_ptr(err.as_ptr()) }.to_string_lossy();
-                    Err(format!("MPI initialization failed: {text} (MPI error {rc})"))
+                    Err(format!(
+                        "MPI initialization failed: {text} (MPI error {rc})"
+                    ))
                 };
                 let ok = result.is_ok();
                 let _ = ready_tx.send(result);
@@ -477,7 +479,13 @@ impl Mpi {
     ///
     /// # Safety
     /// `buf` is readable for `len` bytes.
-    pub unsafe fn send(&self, buf: *const u8, len: usize, dest: i32, tag: i32) -> Result<(), MpiError> {
+    pub unsafe fn send(
+        &self,
+        buf: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+    ) -> Result<(), MpiError> {
         let (buf, len) = (buf as usize, checked_len(len)?);
         self.run(move |s| {
             // SAFETY: the caller's buffer.
@@ -490,7 +498,13 @@ impl Mpi {
     ///
     /// # Safety
     /// `buf` is writable for `len` bytes.
-    pub unsafe fn recv(&self, buf: *mut u8, len: usize, source: i32, tag: i32) -> Result<(), MpiError> {
+    pub unsafe fn recv(
+        &self,
+        buf: *mut u8,
+        len: usize,
+        source: i32,
+        tag: i32,
+    ) -> Result<(), MpiError> {
         let (buf, len) = (buf as usize, checked_len(len)?);
         self.run(move |s| {
             // SAFETY: the caller's buffer.
@@ -641,8 +655,13 @@ impl Mpi {
         self.run(move |s| {
             let mut message = message;
             // SAFETY: the caller's buffer and a matched message.
-            let rc =
-                unsafe { (s.mrecv)(buf as *mut c_void, len, message.0.as_mut_ptr() as *mut c_void) };
+            let rc = unsafe {
+                (s.mrecv)(
+                    buf as *mut c_void,
+                    len,
+                    message.0.as_mut_ptr() as *mut c_void,
+                )
+            };
             s.check(rc, "MPI_Mrecv")
         })
     }
@@ -656,11 +675,7 @@ impl Mpi {
             let rc = unsafe { (s.finalize)() };
             let _ = tx.send(s.check(rc, "MPI_Finalize"));
         });
-        let sender = self
-            .jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let sender = self.jobs.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(sender) = sender else {
             return Ok(());
         };

@@ -223,7 +223,9 @@ pub type ImageHash = [u8; 16];
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
     /// The first request: the application's protocol version. The reply lists the devices.
-    Hello { version: u32 },
+    Hello {
+        version: u32,
+    },
     /// Are you there (asked while a long operation is pending).
     Ping,
     /// Finish and exit.
@@ -236,14 +238,36 @@ pub enum Request {
         arch: String,
     },
     /// Which devices can run the stored image `hash`.
-    Compatibility { hash: ImageHash },
-    OpenDevice { device: u32, global: u32, total: u32 },
-    Alloc { device: u32, bytes: u64, kind: AllocKind },
-    Free { device: u32, ptr: u64, kind: AllocKind },
+    Compatibility {
+        hash: ImageHash,
+    },
+    OpenDevice {
+        device: u32,
+        global: u32,
+        total: u32,
+    },
+    Alloc {
+        device: u32,
+        bytes: u64,
+        kind: AllocKind,
+    },
+    Free {
+        device: u32,
+        ptr: u64,
+        kind: AllocKind,
+    },
     /// `bytes` bytes follow as bulk data, to `dst`.
-    CopyTo { device: u32, dst: u64, bytes: u64 },
+    CopyTo {
+        device: u32,
+        dst: u64,
+        bytes: u64,
+    },
     /// Send `bytes` bytes from `src` back as bulk data.
-    CopyFrom { device: u32, src: u64, bytes: u64 },
+    CopyFrom {
+        device: u32,
+        src: u64,
+        bytes: u64,
+    },
     CopyWithin {
         device: u32,
         dst: u64,
@@ -273,18 +297,34 @@ pub enum Request {
         peer: u32,
         tag: u32,
     },
-    LoadImage { device: u32, hash: ImageHash },
-    UnloadImage { image: u64 },
-    Kernel { image: u64, name: String },
-    Global { image: u64, name: String },
+    LoadImage {
+        device: u32,
+        hash: ImageHash,
+    },
+    UnloadImage {
+        image: u64,
+    },
+    Kernel {
+        image: u64,
+        name: String,
+    },
+    Global {
+        image: u64,
+        name: String,
+    },
     Launch {
         image: u64,
         kernel: u64,
         config: LaunchConfig,
         args: Vec<u64>,
     },
-    SetIndirect { image: u64, pairs: Vec<(u64, u64)> },
-    Synchronize { device: u32 },
+    SetIndirect {
+        image: u64,
+        pairs: Vec<(u64, u64)>,
+    },
+    Synchronize {
+        device: u32,
+    },
     /// Plain MPI for the benchmark's reference: `mode` 0 ping-pong of `bytes`, 1 receive
     /// `bytes` `iterations` times then acknowledge, 2 send them; on the request's data tag.
     Baseline {
@@ -738,9 +778,8 @@ impl Reply {
         }
         let mut r = Reader::new(&bytes[HEADER_BYTES..], kind.describe());
         if header.status != 0 {
-            let error = error_kind(header.status).ok_or_else(|| {
-                WireError::new(format!("unknown error status {}", header.status))
-            })?;
+            let error = error_kind(header.status)
+                .ok_or_else(|| WireError::new(format!("unknown error status {}", header.status)))?;
             let message = r.str()?;
             r.finish()?;
             return Ok(Err((error, message)));
@@ -839,9 +878,7 @@ fn error_code(kind: ErrorKind) -> u32 {
 }
 
 fn error_kind(code: u32) -> Option<ErrorKind> {
-    ERROR_KINDS
-        .get((code as usize).checked_sub(1)?)
-        .copied()
+    ERROR_KINDS.get((code as usize).checked_sub(1)?).copied()
 }
 
 fn alloc_kind_code(kind: AllocKind) -> u8 {
@@ -959,7 +996,11 @@ impl<'a> Reader<'a> {
         }
     }
     fn option_u64(&mut self) -> Result<Option<u64>, WireError> {
-        Ok(if self.bool()? { Some(self.u64()?) } else { None })
+        Ok(if self.bool()? {
+            Some(self.u64()?)
+        } else {
+            None
+        })
     }
     /// A list length, checked against the bytes left (each element takes at least
     /// `min_bytes`) before the caller allocates for it.

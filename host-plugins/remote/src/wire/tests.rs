@@ -143,7 +143,10 @@ pub(crate) fn every_reply() -> Vec<(Kind, Result<Reply, Failure>)> {
         (Kind::Hello, Ok(hello())),
         (
             Kind::Compatibility,
-            Ok(Reply::Compatibility(vec![None, Some("sm_80 image on sm_90".into())])),
+            Ok(Reply::Compatibility(vec![
+                None,
+                Some("sm_80 image on sm_90".into()),
+            ])),
         ),
         (Kind::Alloc, Ok(Reply::Value(0x7f00_0000_1000))),
         (Kind::LoadImage, Ok(Reply::Value(1))),
@@ -154,7 +157,10 @@ pub(crate) fn every_reply() -> Vec<(Kind, Result<Reply, Failure>)> {
         (Kind::Launch, Ok(Reply::Done)),
         (
             Kind::CopyTo,
-            Err((ErrorKind::TransferFailed, "device 4 (host plugin): no".into())),
+            Err((
+                ErrorKind::TransferFailed,
+                "device 4 (host plugin): no".into(),
+            )),
         ),
     ]
 }
@@ -171,9 +177,15 @@ fn every_reply_survives_the_round_trip() {
 fn a_reply_must_answer_its_request() {
     let bytes = Reply::encode(Kind::Launch, 9, &Ok(Reply::Done));
     let other_id = Reply::decode(&bytes, Kind::Launch, 10).unwrap_err();
-    assert!(other_id.0.contains("reply to request 9 where 10"), "{other_id}");
+    assert!(
+        other_id.0.contains("reply to request 9 where 10"),
+        "{other_id}"
+    );
     let other_kind = Reply::decode(&bytes, Kind::Alloc, 9).unwrap_err();
-    assert!(other_kind.0.contains("to a allocation request") || other_kind.0.contains("allocation"), "{other_kind}");
+    assert!(
+        other_kind.0.contains("to a allocation request") || other_kind.0.contains("allocation"),
+        "{other_kind}"
+    );
 }
 
 #[test]
@@ -192,7 +204,10 @@ fn every_truncation_is_refused() {
     for (kind, reply) in every_reply() {
         let bytes = Reply::encode(kind, 1, &reply);
         for cut in 0..bytes.len() {
-            assert!(Reply::decode(&bytes[..cut], kind, 1).is_err(), "{kind:?} cut at {cut}");
+            assert!(
+                Reply::decode(&bytes[..cut], kind, 1).is_err(),
+                "{kind:?} cut at {cut}"
+            );
         }
     }
 }
@@ -230,18 +245,30 @@ fn headers_are_checked() {
     assert!(Request::decode(&bad_magic).unwrap_err().0.contains("magic"));
     let mut bad_version = good.clone();
     bad_version[4] = 99;
-    assert!(Request::decode(&bad_version).unwrap_err().0.contains("version"));
+    assert!(Request::decode(&bad_version)
+        .unwrap_err()
+        .0
+        .contains("version"));
     let mut bad_kind = good.clone();
     bad_kind[6..8].copy_from_slice(&999u16.to_le_bytes());
-    assert!(Request::decode(&bad_kind).unwrap_err().0.contains("unknown request kind"));
+    assert!(Request::decode(&bad_kind)
+        .unwrap_err()
+        .0
+        .contains("unknown request kind"));
     let mut longer = good.clone();
     longer.push(0);
-    assert!(Request::decode(&longer).unwrap_err().0.contains("header says 0 payload bytes, 1"));
+    assert!(Request::decode(&longer)
+        .unwrap_err()
+        .0
+        .contains("header says 0 payload bytes, 1"));
     let mut trailing = Request::Synchronize { device: 1 }.encode(1);
     trailing.extend_from_slice(&[0, 0, 0, 0]);
     let len = (trailing.len() - HEADER_BYTES) as u32;
     trailing[20..24].copy_from_slice(&len.to_le_bytes());
-    assert!(Request::decode(&trailing).unwrap_err().0.contains("left over"));
+    assert!(Request::decode(&trailing)
+        .unwrap_err()
+        .0
+        .contains("left over"));
     let mut status = good;
     status[16] = 1;
     assert!(Request::decode(&status).is_err());
@@ -257,7 +284,10 @@ fn enumerations_and_strings_are_checked() {
     .encode(1);
     let last = alloc.len() - 1;
     alloc[last] = 7;
-    assert!(Request::decode(&alloc).unwrap_err().0.contains("allocation kind 7"));
+    assert!(Request::decode(&alloc)
+        .unwrap_err()
+        .0
+        .contains("allocation kind 7"));
 
     let mut name = Request::Kernel {
         image: 1,
@@ -328,10 +358,7 @@ fn large_replies_become_errors_and_strings_are_cut() {
 fn tags_and_fragments() {
     let slots = tag_slots(32767);
     assert!(slots > 16_000);
-    let top = (0..slots)
-        .map(|id| data_tag(id, slots))
-        .max()
-        .unwrap();
+    let top = (0..slots).map(|id| data_tag(id, slots)).max().unwrap();
     assert!(top <= 32767);
     assert_ne!(reply_tag(5, slots), REQUEST_TAG);
     assert_eq!(data_tag(5, slots), reply_tag(5, slots) + 1);
@@ -347,4 +374,28 @@ fn tags_and_fragments() {
         ]
     );
     assert_eq!(fragments(0).count(), 0);
+}
+
+/// Writes the fuzz target's seeds (`fuzz/corpus/remote_wire/`): one encoded message of every
+/// request and reply kind. Run by hand when the format changes:
+/// `RUSTOMP_WIRE_SEEDS=fuzz/corpus/remote_wire cargo test -p rustomp-remote-plugin -- --ignored seeds`
+#[test]
+#[ignore]
+fn seeds() {
+    let Some(dir) = std::env::var_os("RUSTOMP_WIRE_SEEDS") else {
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, request) in every_request().iter().enumerate() {
+        let name = format!(
+            "request-{i:02}-{}",
+            request.kind().describe().replace(' ', "-")
+        );
+        std::fs::write(dir.join(name), request.encode(i as u64 + 1)).unwrap();
+    }
+    for (i, (kind, result)) in every_reply().iter().enumerate() {
+        let name = format!("reply-{i:02}-{}", kind.describe().replace(' ', "-"));
+        std::fs::write(dir.join(name), Reply::encode(*kind, i as u64 + 1, result)).unwrap();
+    }
 }
