@@ -11,7 +11,11 @@ use rustomp_remote_plugin::wire::{Header, Kind, Reply, Request};
 fuzz_target!(|bytes: &[u8]| {
     // As the proxy reads a request.
     if let Ok((header, request)) = Request::decode(bytes) {
-        assert_eq!(header.kind, request.kind() as u16, "header and request agree");
+        assert_eq!(
+            header.kind,
+            request.kind() as u16,
+            "header and request agree"
+        );
         let again = request.encode(header.id);
         let (header2, request2) = Request::decode(&again).expect("a re-encoded request decodes");
         assert_eq!(header2.id, header.id);
@@ -28,7 +32,8 @@ fuzz_target!(|bytes: &[u8]| {
         };
         if let Ok(result) = Reply::decode(bytes, kind, header.id) {
             let again = Reply::encode(kind, header.id, &result);
-            let decoded = Reply::decode(&again, kind, header.id).expect("a re-encoded reply decodes");
+            let decoded =
+                Reply::decode(&again, kind, header.id).expect("a re-encoded reply decodes");
             assert_eq!(decoded, result, "reply survives a round trip");
         }
         assert!(

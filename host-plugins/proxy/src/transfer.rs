@@ -199,8 +199,8 @@ pub unsafe fn send(
                 .map_err(|e| failure(format!("{what}: {e}")))?;
             in_flight[slot] = Some(posted);
         }
-        for slot in 0..2 {
-            if let Some(last) = in_flight[slot].take() {
+        for slot in &mut in_flight {
+            if let Some(last) = slot.take() {
                 let mut one = [last];
                 wait(mpi, &mut one, peer, &what)?;
             }
