@@ -55,7 +55,8 @@ Commands:
   bench [--quick] [filter]
                       benchmarks (bench/, BENCHMARKS.md): our libomptarget against LLVM's, median
                       of alternating runs; filter: a group (overhead, mapping, threads, nowait,
-                      indirect, gpu) or text in a measurement's name; --quick: fewer, shorter runs
+                      indirect, gpu) or text in a measurement's name; --quick: fewer, shorter runs;
+                      `bench remote`: remote offload over MPI against plain MPI (2 ranks, ratios)
   corrupt [--variants N] [--seed S] [--llvm]
                       the corrupted-image experiment: N variants (default 1000) of a host-offload
                       program with 1-4 bytes of its device image's headers changed, run with our

@@ -7,9 +7,18 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Threads at most; past it, requests wait in MPI's queue for a free thread.
 const MAX_THREADS: usize = 64;
+
+/// How long a new leader lets the threads handling requests have MPI to themselves before it
+/// polls for the next request. Most requests (a launch, a small copy) end within it, so in the
+/// common case one thread at a time is in MPI: under MPI_THREAD_MULTIPLE a poller beside the
+/// thread sending a reply contends for the MPI library's locks, and on a loaded machine a
+/// preempted lock holder made launches 100-500x an MPI round trip. A longer request gets the
+/// concurrency it needs (pings answered, requests in flight served) after this grace.
+const HANDOFF_GRACE: Duration = Duration::from_micros(200);
 
 struct Pool<R, H> {
     receive: R,
@@ -17,6 +26,8 @@ struct Pool<R, H> {
     leader: Mutex<()>,
     /// Threads not handling a request (leading or waiting to).
     idle: AtomicUsize,
+    /// Threads handling a request.
+    busy: AtomicUsize,
     threads: AtomicUsize,
     started: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
@@ -34,6 +45,7 @@ where
         handle,
         leader: Mutex::new(()),
         idle: AtomicUsize::new(1),
+        busy: AtomicUsize::new(0),
         threads: AtomicUsize::new(1),
         started: Mutex::new(Vec::new()),
     });
@@ -59,13 +71,19 @@ where
     loop {
         let message = {
             let _leading = pool.leader.lock().unwrap_or_else(|e| e.into_inner());
+            let start = Instant::now();
+            while pool.busy.load(Ordering::Acquire) > 0 && start.elapsed() < HANDOFF_GRACE {
+                std::thread::yield_now();
+            }
             (pool.receive)()
         };
         let Some(message) = message else { return };
+        pool.busy.fetch_add(1, Ordering::AcqRel);
         if pool.idle.fetch_sub(1, Ordering::AcqRel) == 1 {
             spawn(pool);
         }
         (pool.handle)(message);
+        pool.busy.fetch_sub(1, Ordering::AcqRel);
         pool.idle.fetch_add(1, Ordering::AcqRel);
     }
 }
