@@ -68,7 +68,7 @@ pub(super) fn run(quick: bool) -> Result<i32> {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let _ = util::write(
             &log,
-            &format!("{text}{}", String::from_utf8_lossy(&out.stderr)),
+            format!("{text}{}", String::from_utf8_lossy(&out.stderr)),
         );
         if !out.status.success() {
             bail!(
