@@ -1,34 +1,58 @@
 //! The proxy's threads, leader and followers: one thread at a time (the leader) waits for the
-//! next request; when one arrives it hands the leadership on and handles the request itself,
-//! so a request costs no hand-over between threads and a long one (a kernel of an hour, a
-//! large copy) never holds up the next. When no thread is left waiting, a new one starts (up
-//! to a bound), so requests in flight at once (`nowait` regions, copies between ranks) are
-//! served at once, and a ping is always answered.
+//! next request and handles it itself, so a request costs no hand-over between threads.
+//!
+//! **Lazy hand-over.** The leader keeps the role while it handles a request; when it is done it
+//! waits for the next one. Only when the request takes longer than [`HANDOFF_GRACE`] (a kernel
+//! of an hour, a large copy) does a follower (looking every millisecond) take the role over and wait for the next request
+//! meanwhile, so a long request never holds up the next, and a ping is always answered. When no
+//! follower is left, a new thread starts (up to a bound), so requests in flight at once
+//! (`nowait` regions, copies between ranks) are served at once.
+//!
+//! Why lazy: handing the role on at every request put two threads in MPI at once for each
+//! launch (one sending the reply, one polling for the next request); under
+//! `MPI_THREAD_MULTIPLE` they contend for the MPI library's locks, and on a loaded machine a
+//! preempted lock holder made a launch 100-500x an MPI round trip. With the role kept, a short
+//! request is one thread's work from request to reply.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Threads at most; past it, requests wait in MPI's queue for a free thread.
 const MAX_THREADS: usize = 64;
 
-/// How long a new leader lets the threads handling requests have MPI to themselves before it
-/// polls for the next request. Most requests (a launch, a small copy) end within it, so in the
-/// common case one thread at a time is in MPI: under MPI_THREAD_MULTIPLE a poller beside the
-/// thread sending a reply contends for the MPI library's locks, and on a loaded machine a
-/// preempted lock holder made launches 100-500x an MPI round trip. A longer request gets the
-/// concurrency it needs (pings answered, requests in flight served) after this grace.
-const HANDOFF_GRACE: Duration = Duration::from_micros(200);
+/// How long the leader may handle a request before a follower takes the role over.
+const HANDOFF_GRACE: Duration = Duration::from_micros(500);
+
+/// How often a follower looks whether the leader has started a long request (the leader
+/// itself polls MPI about as often when idle).
+const FOLLOWER_LOOK: Duration = Duration::from_millis(1);
+
+/// What the leader is doing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Leader {
+    /// Nobody leads: the next thread to look takes the role.
+    None,
+    /// Waiting for the next request.
+    Waiting,
+    /// Handling a request since then.
+    Handling(Instant),
+}
+
+struct State {
+    leader: Leader,
+    /// Incremented each time the role changes hands, so a handler knows whether it still
+    /// leads when it is done.
+    term: u64,
+    /// Threads waiting to lead.
+    followers: usize,
+    threads: usize,
+}
 
 struct Pool<R, H> {
     receive: R,
     handle: H,
-    leader: Mutex<()>,
-    /// Threads not handling a request (leading or waiting to).
-    idle: AtomicUsize,
-    /// Threads handling a request.
-    busy: AtomicUsize,
-    threads: AtomicUsize,
+    state: Mutex<State>,
+    changed: Condvar,
     started: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
@@ -43,10 +67,13 @@ where
     let pool = Arc::new(Pool {
         receive,
         handle,
-        leader: Mutex::new(()),
-        idle: AtomicUsize::new(1),
-        busy: AtomicUsize::new(0),
-        threads: AtomicUsize::new(1),
+        state: Mutex::new(State {
+            leader: Leader::None,
+            term: 0,
+            followers: 0,
+            threads: 1,
+        }),
+        changed: Condvar::new(),
         started: Mutex::new(Vec::new()),
     });
     work(&pool);
@@ -68,51 +95,94 @@ where
     R: Fn() -> Option<M> + Send + Sync + 'static,
     H: Fn(M) + Send + Sync + 'static,
 {
+    let mut leading = false;
     loop {
-        let message = {
-            let _leading = pool.leader.lock().unwrap_or_else(|e| e.into_inner());
-            let start = Instant::now();
-            while pool.busy.load(Ordering::Acquire) > 0 && start.elapsed() < HANDOFF_GRACE {
-                std::thread::yield_now();
-            }
-            (pool.receive)()
+        if !leading {
+            follow(pool);
+        }
+        // The leader: wait for a request.
+        let Some(message) = (pool.receive)() else {
+            let mut state = pool.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.leader = Leader::None;
+            state.term += 1;
+            drop(state);
+            pool.changed.notify_all();
+            return;
         };
-        let Some(message) = message else { return };
-        pool.busy.fetch_add(1, Ordering::AcqRel);
-        if pool.idle.fetch_sub(1, Ordering::AcqRel) == 1 {
-            spawn(pool);
+        let (term, grow) = {
+            let mut state = pool.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.leader = Leader::Handling(Instant::now());
+            let grow = state.followers == 0 && state.threads < MAX_THREADS;
+            if grow {
+                state.threads += 1;
+            }
+            (state.term, grow)
+        };
+        if grow && !spawn(pool) {
+            pool.state.lock().unwrap_or_else(|e| e.into_inner()).threads -= 1;
         }
         (pool.handle)(message);
-        pool.busy.fetch_sub(1, Ordering::AcqRel);
-        pool.idle.fetch_add(1, Ordering::AcqRel);
+        let mut state = pool.state.lock().unwrap_or_else(|e| e.into_inner());
+        leading = state.term == term;
+        if leading {
+            state.leader = Leader::Waiting;
+        }
     }
 }
 
-fn spawn<M, R, H>(pool: &Arc<Pool<R, H>>)
+/// Waits until this thread takes the leader's role: nobody leads, or the leader has been
+/// handling one request for longer than the grace.
+fn follow<R, H>(pool: &Pool<R, H>) {
+    let mut state = pool.state.lock().unwrap_or_else(|e| e.into_inner());
+    state.followers += 1;
+    loop {
+        match state.leader {
+            Leader::None => break,
+            Leader::Handling(since) if since.elapsed() >= HANDOFF_GRACE => break,
+            Leader::Handling(since) => {
+                let left = HANDOFF_GRACE.saturating_sub(since.elapsed());
+                state = pool
+                    .changed
+                    .wait_timeout(state, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            Leader::Waiting => {
+                // Not woken when the leader starts handling (a wake-up per request would put
+                // a second thread on a core every launch): look again a little later.
+                state = pool
+                    .changed
+                    .wait_timeout(state, FOLLOWER_LOOK)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
+    }
+    state.followers -= 1;
+    state.leader = Leader::Waiting;
+    state.term += 1;
+}
+
+/// Starts one more thread; false if the system refused.
+fn spawn<M, R, H>(pool: &Arc<Pool<R, H>>) -> bool
 where
     M: Send + 'static,
     R: Fn() -> Option<M> + Send + Sync + 'static,
     H: Fn(M) + Send + Sync + 'static,
 {
-    if pool.threads.fetch_add(1, Ordering::AcqRel) >= MAX_THREADS {
-        pool.threads.fetch_sub(1, Ordering::AcqRel);
-        return;
-    }
-    pool.idle.fetch_add(1, Ordering::AcqRel);
     let worker = pool.clone();
     let started = std::thread::Builder::new()
         .name("rustomp-proxy".into())
         .spawn(move || work(&worker));
     match started {
-        Ok(thread) => pool
-            .started
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(thread),
-        Err(_) => {
-            pool.threads.fetch_sub(1, Ordering::AcqRel);
-            pool.idle.fetch_sub(1, Ordering::AcqRel);
+        Ok(thread) => {
+            pool.started
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(thread);
+            true
         }
+        Err(_) => false,
     }
 }
 

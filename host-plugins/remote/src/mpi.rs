@@ -726,8 +726,7 @@ fn checked_len(len: usize) -> Result<c_int, MpiError> {
 }
 
 /// How a thread waits between tests: spin for 200 µs (a reply on the same node arrives in a
-/// few; a shorter spin let a loaded machine's scheduler put the waiting thread to the back of
-/// the queue on every launch, measured as 20-100x an MPI round trip), then yield the core, then sleep in steps that grow to a
+/// few, and a short launch's reply well within it), then yield the core, then sleep in steps that grow to a
 /// millisecond, never past `until`.
 pub struct Backoff {
     start: Instant,
