@@ -277,11 +277,14 @@ fn command(tools: &Tools, job: &Job, app: &Path, log: &Path) -> Result<Command> 
 }
 
 /// What every mpirun here runs with: CI containers run as root, which Open MPI refuses unless
-/// told; its own process group, so that a run past its limit ends with all its ranks.
+/// told, and often without ptrace rights, which its shared-memory transport's single-copy mode
+/// (CMA) needs (the tests measure nothing, so plain copies do); its own process group, so that
+/// a run past its limit ends with all its ranks.
 fn mpi_environment(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
         .env("RUSTOMP_REMOTE_TIMEOUT", "10")
         .process_group(0);
 }
