@@ -4,8 +4,9 @@
 //!
 //! 1. corpus programs that use one device run on a remote CPU device alone (the application's
 //!    own CPU devices hidden with `RUSTOMP_HOST_DEVICES=0`), 2 ranks;
-//! 2. the multi-device ones run on two devices of one proxy, on a local and a remote device,
-//!    and (4 ranks) on three proxies' devices (copies from rank to rank);
+//! 2. the multi-device ones run on two devices of one proxy, on a local and a remote device
+//!    (also with every MPI call funneled through one thread, `RUSTOMP_REMOTE_THREADS`), and
+//!    (4 ranks) on three proxies' devices (copies from rank to rank);
 //! 3. `tests/remote/same_results.c`: one kernel on a local and a remote device, bit-identical;
 //! 4. `rustomp-info` under mpirun lists the remote devices as (rank, local device); a program
 //!    started by mpirun without proxies runs on its own devices;
@@ -77,6 +78,8 @@ struct Job<'a> {
     proxies: &'a [u32],
     app_devices: u32,
     env: &'a [(&'a str, &'a str)],
+    /// Variables for every rank (the proxies and the application).
+    all_ranks: &'a [(&'a str, &'a str)],
     /// `--enable-recovery`: a rank that dies does not end the job.
     recovery: bool,
 }
@@ -140,6 +143,7 @@ pub fn run() -> Result<()> {
         proxies: &[1],
         app_devices: 0,
         env: &[],
+        all_ranks: &[],
         recovery: false,
     };
     for name in SINGLE {
@@ -152,6 +156,7 @@ pub fn run() -> Result<()> {
             proxies: &[2],
             app_devices: 0,
             env: &[],
+            all_ranks: &[],
             recovery: false,
         },
         Job {
@@ -159,6 +164,15 @@ pub fn run() -> Result<()> {
             proxies: &[1],
             app_devices: 1,
             env: &[],
+            all_ranks: &[],
+            recovery: false,
+        },
+        Job {
+            config: "funneled",
+            proxies: &[1],
+            app_devices: 1,
+            env: &[],
+            all_ranks: &[("RUSTOMP_REMOTE_THREADS", "funneled")],
             recovery: false,
         },
         Job {
@@ -166,6 +180,7 @@ pub fn run() -> Result<()> {
             proxies: &[1, 1, 1],
             app_devices: 0,
             env: &[],
+            all_ranks: &[],
             recovery: false,
         },
     ];
@@ -269,6 +284,8 @@ fn command(tools: &Tools, job: &Job, app: &Path, log: &Path) -> Result<Command> 
     }
     cmd.arg(app);
     mpi_environment(&mut cmd);
+    // mpirun's environment reaches every rank it starts on this machine.
+    cmd.envs(job.all_ranks.iter().copied());
     let file = std::fs::File::create(log)?;
     cmd.stdin(Stdio::null())
         .stdout(file.try_clone()?)
@@ -341,6 +358,7 @@ fn info_lists_remote_devices(tools: &Tools) -> std::result::Result<(), String> {
         proxies: &[2, 1],
         app_devices: 1,
         env: &[],
+        all_ranks: &[],
         recovery: false,
     };
     let log = at("target/remote/rustomp-info.log");
@@ -467,6 +485,7 @@ fn proxy_failure(
         proxies: &[1],
         app_devices: 0,
         env: &env,
+        all_ranks: &[],
         recovery,
     };
     let log = log_of(app, &config);
