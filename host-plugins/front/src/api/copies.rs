@@ -50,7 +50,8 @@ pub(super) unsafe fn copy(
                 // SAFETY: as above.
                 unsafe { d.backend.copy_within_device(dst, src, len) }
             // SAFETY: as above.
-            } else if let Some(done) = unsafe { s.backend.copy_to_peer(&*d.backend, dst, src, len) } {
+            } else if let Some(done) = unsafe { s.backend.copy_to_peer(&*d.backend, dst, src, len) }
+            {
                 // A direct path between the two (remote devices: rank to rank).
                 done
             } else if s.backend.shares_host_memory() {

@@ -135,8 +135,7 @@ impl Runtime {
         let mut reasons: Vec<Vec<String>> = vec![Vec::new(); images.len()];
         let mut add = |slots: &mut Vec<Arc<DeviceSlot>>, p: usize, index: usize| {
             // One image per device and program, as LLVM registers them.
-            if !used.insert((p, index)) || slots.iter().any(|s| s.plugin == p && s.index == index)
-            {
+            if !used.insert((p, index)) || slots.iter().any(|s| s.plugin == p && s.index == index) {
                 return;
             }
             debug!(
