@@ -1,10 +1,12 @@
 //! `cargo xtask host`: builds the host library (`rustomp-front`, a cdylib named libomptarget.so)
-//! and installs it where programs built with `cargo xtask cc` find it; then the x86_64 device
-//! runtime of flang's host-offload images (`host_devicertl`) and the LLVM pass plugin those
-//! programs' device code is compiled with (`pass.rs`).
+//! and installs it where programs built with `cargo xtask cc` find it, with the remote
+//! plugin's proxy program (`dist/bin/rustomp-proxy`) and MPI shim (`dist/lib/librustomp-mpi.so`,
+//! compiled with Open MPI's `mpicc` when it is installed); then the x86_64 device runtime of
+//! flang's host-offload images (`host_devicertl`) and the LLVM pass plugin those programs'
+//! device code is compiled with (`pass.rs`).
 
 use crate::bail;
-use crate::paths::dist_lib;
+use crate::paths::{dist_bin, dist_lib, INFO, MPI_SHIM, PROXY};
 use crate::paths::{llvm_ref_dir, LLVM_LIBOMPTARGET, SONAME};
 use crate::util::{self, at, Cmd, Result};
 use std::path::Path;
@@ -29,7 +31,7 @@ pub fn run() -> Result<()> {
     }
     Cmd::new(util::cargo())
         .in_root()
-        .args(["build", "--release", "-p", PACKAGE])
+        .args(["build", "--release", "-p", PACKAGE, "-p", PROXY, "-p", INFO])
         .hint("the host library did not build; fix the error above")
         .run()?;
     let built = at("target/release/libomptarget.so");
@@ -43,6 +45,14 @@ pub fn run() -> Result<()> {
     util::install(&built, &lib.join(SONAME))?;
     util::symlink(Path::new(SONAME), &lib.join("libomptarget.so"))?;
     println!("host: installed {}", util::show(&lib.join(SONAME)));
+    let proxy = dist_bin().join(PROXY);
+    util::install(&at("target/release").join(PROXY), &proxy)?;
+    println!("host: installed {}", util::show(&proxy));
+    // rustomp-info beside it: `mpirun -np N rustomp-proxy : -np 1 dist/bin/rustomp-info`
+    // finds the MPI shim in ../lib, as the proxy does.
+    let info = dist_bin().join(INFO);
+    util::install(&at("target/release").join(INFO), &info)?;
+    mpi_shim()?;
     link_llvm_reference();
     crate::host_devicertl::build()?;
     crate::pass::run()
@@ -60,4 +70,38 @@ pub fn link_llvm_reference() {
     if let Err(e) = util::symlink(llvm, &llvm_ref_dir().join("libomptarget.so")) {
         println!("host: cannot link the LLVM reference: {e}");
     }
+}
+
+/// `dist/lib/librustomp-mpi.so`: the remote plugin's MPI shim, compiled with the MPI's own
+/// compiler wrapper (its run path names the MPI library's directories, so it loads wherever
+/// that MPI lives). Without `mpicc` it is not built, and says so: remote offload then has no
+/// devices, nothing else changes.
+pub fn mpi_shim() -> Result<()> {
+    let source = at("host-plugins/remote/shim/rustomp_mpi.c");
+    let out = dist_lib().join(MPI_SHIM);
+    let Some(mpicc) = util::which("mpicc") else {
+        println!(
+            "host: no mpicc (Open MPI): {MPI_SHIM} not built, remote offload unavailable (`cargo xtask setup` installs Open MPI)"
+        );
+        return Ok(());
+    };
+    if util::mtime(&out) >= util::mtime(&source) && util::mtime(&out).is_some() {
+        return Ok(());
+    }
+    let libdirs = Cmd::new(&mpicc)
+        .arg("--showme:libdirs")
+        .output()
+        .unwrap_or_default();
+    let mut cmd = Cmd::new(&mpicc);
+    cmd.args(["-O2", "-Wall", "-Wextra", "-shared", "-fPIC"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&out);
+    for dir in libdirs.split_whitespace() {
+        cmd.arg(format!("-Wl,-rpath,{dir}"));
+    }
+    cmd.hint("the MPI shim did not compile: is Open MPI's libopenmpi-dev installed (`cargo xtask setup`)?")
+        .run()?;
+    println!("host: built {}", util::show(&out));
+    Ok(())
 }

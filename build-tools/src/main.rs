@@ -48,19 +48,21 @@ Commands:
   test [--quick]      clippy, cargo test, runtime builds, device-symbol check of the ABI probes, and the
                       program corpus (tests/programs) against rustomp and LLVM; --quick skips the corpus
   test --corpus       only the runtime builds and the program corpus on the CPU plugin
+  test --remote       only the host build and the remote-offload tests (Open MPI, mpirun on localhost)
   test --gpu          the corpus on a GPU (RUSTOMP_GPU_ARCH, default sm_90; gfx* for AMD); skipped without its driver
   test --sanitize     ThreadSanitizer over the emulation, plugin and host-library tests, Miri over
                       the pure-Rust ones (nightly toolchain)
   bench [--quick] [filter]
                       benchmarks (bench/, BENCHMARKS.md): our libomptarget against LLVM's, median
                       of alternating runs; filter: a group (overhead, mapping, threads, nowait,
-                      indirect, gpu) or text in a measurement's name; --quick: fewer, shorter runs
+                      indirect, gpu) or text in a measurement's name; --quick: fewer, shorter runs;
+                      `bench remote`: remote offload over MPI against plain MPI (2 ranks, ratios)
   corrupt [--variants N] [--seed S] [--llvm]
                       the corrupted-image experiment: N variants (default 1000) of a host-offload
                       program with 1-4 bytes of its device image's headers changed, run with our
                       library (and LLVM's); fails on a crash or hang of ours
   fuzz [TARGET...] [--time S] [--runs N]
-                      the libFuzzer targets of fuzz/ (container, image, registration, mapping), each
+                      the libFuzzer targets of fuzz/ (container, image, registration, mapping, remote_wire), each
                       for S seconds (default 60) from the seeds in fuzz/corpus; fails on a crash;
                       --remake-corpus rebuilds the seeds from compiled programs (fuzz/README.md)
   install [--prefix P] [--deb]
@@ -134,7 +136,11 @@ fn dispatch(args: &[String]) -> Result<i32> {
             demo::run(!f[0])?;
         }
         "test" => {
-            let f = flags(cmd, rest, &["--gpu", "--quick", "--sanitize", "--corpus"])?;
+            let f = flags(
+                cmd,
+                rest,
+                &["--gpu", "--quick", "--sanitize", "--corpus", "--remote"],
+            )?;
             if f[2] {
                 return sanitize::run();
             }
@@ -142,6 +148,7 @@ fn dispatch(args: &[String]) -> Result<i32> {
                 gpu: f[0],
                 quick: f[1],
                 corpus_only: f[3],
+                remote_only: f[4],
             });
         }
         "bench" => {

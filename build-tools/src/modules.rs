@@ -23,6 +23,8 @@ const CRATES: &[&str] = &[
     "host-plugins/amdgpu/src",
     "host-plugins/front/src",
     "host-plugins/info/src",
+    "host-plugins/remote/src",
+    "host-plugins/proxy/src",
     "build-tools/src",
     "tests/fake-cuda/src",
     "host-devicertl/src",

@@ -11,6 +11,18 @@ pub fn dist_lib() -> PathBuf {
     at("dist/lib")
 }
 
+/// Programs `cargo xtask host` builds beside the library: `rustomp-proxy` (git-ignored).
+pub fn dist_bin() -> PathBuf {
+    at("dist/bin")
+}
+
+/// The remote plugin's MPI shim, built with Open MPI's `mpicc` into `dist/lib`.
+pub const MPI_SHIM: &str = "librustomp-mpi.so";
+/// The proxy program remote ranks run.
+pub const PROXY: &str = "rustomp-proxy";
+/// The device listing, installed beside the proxy.
+pub const INFO: &str = "rustomp-info";
+
 /// The CUDA tools `cargo xtask setup` installs from PyPI (ptxas, nvlink, libdevice, cuda.h):
 /// what `--cuda-path` names.
 pub fn cuda_dir() -> PathBuf {

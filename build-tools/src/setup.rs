@@ -1,7 +1,8 @@
 //! `cargo xtask setup`: installs what the build needs, and only what is missing.
 //!
-//! - Debian packages for clang-22 / flang-22 / LLVM 22 / libomp 22 / liboffload 22, and the HSA
-//!   runtime (a run-time test dependency of the AMDGPU plugin);
+//! - Debian packages for clang-22 / flang-22 / LLVM 22 / libomp 22 / liboffload 22, the HSA
+//!   runtime (a run-time test dependency of the AMDGPU plugin), and Open MPI (the remote
+//!   plugin's shim is compiled with its `mpicc`; the remote tests run under its `mpirun`);
 //! - CUDA's `ptxas` and `nvlink` (pip package `nvidia-cuda-nvcc`, CUDA 13) in `target/tools/`;
 //! - rustup components for building the device runtime with `-Zbuild-std=core`, and clippy
 //!   (`cargo xtask clippy`, the first step of `cargo xtask test`);
@@ -12,7 +13,7 @@ use crate::paths::cuda_dir;
 use crate::util::{self, at, Cmd, Context, Result};
 use std::path::{Path, PathBuf};
 
-pub const DEB_PACKAGES: [&str; 8] = [
+pub const DEB_PACKAGES: [&str; 10] = [
     "clang-22",
     // The Fortran corpus (tests/programs/*.f90) and `cargo xtask fc`.
     "flang-22",
@@ -26,6 +27,10 @@ pub const DEB_PACKAGES: [&str; 8] = [
     // The HSA runtime the AMDGPU plugin loads at run time (never linked): the tests check that
     // it loads and reports no GPU cleanly on a machine without /dev/kfd.
     "libhsa-runtime64-1",
+    // Remote offload over MPI (host-plugins/remote, host-plugins/proxy): `mpicc` builds
+    // librustomp-mpi.so, `mpirun` runs the remote tests and `cargo xtask bench remote`.
+    "openmpi-bin",
+    "libopenmpi-dev",
 ];
 
 /// The components of rust-toolchain.toml the tasks need (rustfmt: `cargo xtask clippy` checks
@@ -110,6 +115,8 @@ fn debian(report: &mut Report) -> Result<()> {
             "llvm-link-22",
             "llvm-nm-22",
             "ld.lld-22",
+            "mpicc",
+            "mpirun",
         ];
         let missing: Vec<_> = tools.iter().filter(|t| util::which(t).is_none()).collect();
         if missing.is_empty() {
@@ -118,7 +125,7 @@ fn debian(report: &mut Report) -> Result<()> {
             return Ok(());
         }
         bail!(
-            "no dpkg-query (not a Debian system) and {:?} are not on PATH: install LLVM 22 (clang, flang, lld, llvm, libomp, liboffload) yourself",
+            "no dpkg-query (not a Debian system) and {:?} are not on PATH: install LLVM 22 (clang, flang, lld, llvm, libomp, liboffload) and Open MPI yourself",
             missing
         );
     }

@@ -17,7 +17,10 @@
 //! GPU group has the same comparison in a kernel (`bench/gpu_indirect.c`). The GPU group runs only where an NVIDIA driver is installed;
 //! elsewhere its programs are compiled (to keep them building) and one line says it was skipped.
 //!
-//! `filter`: a group name (overhead, mapping, threads, nowait, indirect, gpu) runs that group;
+//! `remote` (`bench/remote.c`, see `remote.rs`) is measured only when named: remote launch
+//! latency and copy bandwidth against plain MPI between the same two ranks, as ratios.
+//!
+//! `filter`: a group name (overhead, mapping, threads, nowait, indirect, gpu, remote) runs that group;
 //! any other text runs the measurements whose name contains it (`BENCH_FILTER` for the programs).
 //! Nothing here asserts on timings: this is a report, not a test.
 
@@ -25,6 +28,7 @@ mod build;
 mod gpu;
 mod measure;
 mod plan;
+mod remote;
 mod report;
 
 use crate::host;
@@ -48,6 +52,10 @@ const RUNS_FULL: usize = 7;
 const RUNS_QUICK: usize = 3;
 
 pub fn run(o: Options) -> Result<i32> {
+    // Remote offload over MPI against plain MPI (its own runner: mpirun, two ranks).
+    if o.filter.as_deref() == Some("remote") {
+        return remote::run(o.quick);
+    }
     let started = Instant::now();
     let (groups, row_filter) = select(o.filter.as_deref());
     if groups.is_empty() {

@@ -6,6 +6,8 @@
 //! ```text
 //! P/env.sh                                   source it: PATH and clang-22's hook (below)
 //! P/bin/rustomp-info                         plugins and devices (host-plugins/info)
+//! P/bin/rustomp-proxy                        remote ranks' server (host-plugins/proxy, issue 26)
+//! P/lib/librustomp-mpi.so                    its MPI shim, when Open MPI's mpicc is installed
 //! P/lib/libomptarget.so.22.1, libomptarget.so -> libomptarget.so.22.1
 //! P/lib/libomptarget-{nvptx,amdgpu}.bc       the device runtime, per translation unit
 //! P/lib/<triple>/libompdevice.a              the device runtime, per device link (nvptx64, amdgcn;
@@ -312,7 +314,17 @@ fn entries(prefix: &Path, with_cuda: bool) -> Result<Vec<Entry>> {
             content: Content::Link(PathBuf::from(crate::paths::SONAME)),
         },
         copy("bin/rustomp-info", at("target/release/rustomp-info"))?,
+        // Remote offload (issue 26): the proxy remote ranks run.
+        copy(
+            &format!("bin/{}", crate::paths::PROXY),
+            crate::paths::dist_bin().join(crate::paths::PROXY),
+        )?,
     ];
+    // Its MPI shim, when Open MPI's mpicc built it.
+    let shim = dist.join(crate::paths::MPI_SHIM);
+    if shim.is_file() {
+        v.push(copy(&format!("lib/{}", crate::paths::MPI_SHIM), shim)?);
+    }
     for built in devicertl::outputs()
         .into_iter()
         .chain([crate::host_devicertl::archive()])

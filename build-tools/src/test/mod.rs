@@ -18,6 +18,10 @@
 //! variants: no crash, no hang) and the sanitizers (`cargo xtask test --sanitize`:
 //! ThreadSanitizer and Miri).
 //!
+//! After 4, the remote-offload tests (`test/remote.rs`: Open MPI on localhost, programs on
+//! `rustomp-proxy` ranks' CPU devices, a proxy stopped and killed mid-run); `--remote` runs
+//! only them (after the host build).
+//!
 //! `--quick` stops after 4; `RUSTOMP_CORPUS_FILTER=text` limits 5 to the programs whose file
 //! name contains `text`. `--gpu` compiles the corpus for a GPU (`RUSTOMP_GPU_ARCH`, default sm_90) into a directory
 //! that runs anywhere a driver is (`target/gpu-suite/run.sh`), and runs it here when this machine
@@ -32,6 +36,8 @@ pub struct Options {
     pub quick: bool,
     /// Only the runtime builds and the program corpus on the CPU plugin.
     pub corpus_only: bool,
+    /// Only the host runtime build and the remote-offload tests (Open MPI, 2 and 4 ranks).
+    pub remote_only: bool,
 }
 
 mod corpus;
@@ -43,6 +49,7 @@ mod gpu;
 mod indirect;
 mod probes;
 mod programs;
+mod remote;
 
 pub fn run(o: Options) -> Result<i32> {
     if o.gpu {
@@ -58,6 +65,17 @@ pub fn run(o: Options) -> Result<i32> {
             summary.passed, summary.failed, summary.skipped
         );
         return Ok(i32::from(summary.failed > 0));
+    }
+    if o.remote_only {
+        util::step("test --remote: host runtime build, then remote offload over MPI");
+        host::run()?;
+        return Ok(match remote::run() {
+            Ok(()) => 0,
+            Err(e) => {
+                println!("remote: {e}");
+                1
+            }
+        });
     }
     let mut failed_steps = Vec::new();
 
@@ -122,6 +140,12 @@ pub fn run(o: Options) -> Result<i32> {
     if let Err(e) = indirect::run() {
         println!("indirect calls: {e}");
         failed_steps.push("indirect-call checks".to_string());
+    }
+    // Remote offload over MPI (issue 26): proxies on localhost, `test/remote.rs`.
+    util::step("test: remote offload over MPI (Open MPI on localhost, 2 and 4 ranks)");
+    if let Err(e) = remote::run() {
+        println!("remote: {e}");
+        failed_steps.push("remote offload".to_string());
     }
 
     let mut code = 0;

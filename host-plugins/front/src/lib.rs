@@ -1,6 +1,7 @@
 //! `libomptarget.so.22.1`: the host offload runtime that clang-22 programs load.
 //!
-//! Contract: exports LLVM 22's 81 entry points under `VERS1.0`. Each export is a thin shim that
+//! Contract: exports LLVM 22's 81 entry points under `VERS1.0`, and one of rustomp's own
+//! (`__rustomp_remote_baseline`, the remote benchmark's reference). Each export is a thin shim that
 //! converts raw arguments and calls a safe module (`target`, `data`, `api`); no panic crosses
 //! the C boundary: every export is defined with `export::exports!`, which reports a panic with
 //! the export's name and returns LLVM's failure value for it. The mapping table, reference counts and the

@@ -451,6 +451,27 @@ impl Device for Observed {
     fn describe(&self) -> String {
         self.inner.describe()
     }
+    fn properties(&self) -> Vec<(&'static str, String)> {
+        self.inner.properties()
+    }
+    unsafe fn copy_to_peer(
+        &self,
+        peer: &dyn Device,
+        dst: *mut c_void,
+        src: *const c_void,
+        bytes: usize,
+    ) -> Option<Result<()>> {
+        let start = Instant::now();
+        // SAFETY: forwarded from the caller.
+        let result = unsafe { self.inner.copy_to_peer(peer, dst, src, bytes)? };
+        if result.is_ok() {
+            self.transfer("to peer device", bytes, start, |s| &mut s.within_device);
+        }
+        Some(result)
+    }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        self.inner.as_any()
+    }
 }
 
 fn requested(n: u32) -> String {

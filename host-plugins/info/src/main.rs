@@ -19,6 +19,9 @@
 //!     ...
 //! ```
 //!
+//! Under `mpirun -np N rustomp-proxy : -np 1 rustomp-info` the remote plugin's block lists
+//! every proxy rank's devices as `Device 2 (rank 1, device 0)`, in the runtime's order.
+//!
 //! Exit status 0 whatever was found; 2 for an unknown option. External
 //! `libomptarget.rtl.<name>.so` plugins are not listed.
 
@@ -32,7 +35,9 @@ usage: rustomp-info [--help | --version]
 
 Lists each offload plugin of rustomp's libomptarget.so.22.1 and its devices (kind, name,
 architecture, memory, limits, driver), or why the plugin has none. Reads the variables the
-runtime reads: RUSTOMP_CUDA_DRIVER, RUSTOMP_HSA_RUNTIME, RUSTOMP_HOST_DEVICES.";
+runtime reads: RUSTOMP_CUDA_DRIVER, RUSTOMP_HSA_RUNTIME, RUSTOMP_HOST_DEVICES. Under
+`mpirun -np N rustomp-proxy : -np 1 rustomp-info` it also lists the proxies' devices, each as
+(rank, local device).";
 
 /// The built-in plugins, constructed and ordered as the host library does.
 fn plugins() -> Vec<Box<dyn Plugin>> {
@@ -44,6 +49,8 @@ fn plugins() -> Vec<Box<dyn Plugin>> {
             rustomp_amdgpu_plugin::AmdgpuDriver::new(),
         )),
         Box::new(rustomp_host_plugin::HostPlugin::new()),
+        // Other nodes' devices, under `mpirun -np N rustomp-proxy : -np 1 rustomp-info`.
+        Box::new(rustomp_remote_plugin::RemotePlugin::new()),
     ]
 }
 
@@ -71,7 +78,15 @@ fn report(plugins: &[Box<dyn Plugin>]) -> String {
         let plural = if count == 1 { "" } else { "s" };
         let _ = writeln!(out, "Plugin {name}: {count} device{plural}");
         for index in 0..count {
-            let _ = writeln!(out, "  Device {index}");
+            // Remote devices say where they are: `Device 0 (rank 1, device 0)`.
+            match plugin.device_location(index) {
+                Some(at) => {
+                    let _ = writeln!(out, "  Device {index} ({at})");
+                }
+                None => {
+                    let _ = writeln!(out, "  Device {index}");
+                }
+            }
             match plugin.open_device(index, index, count) {
                 Ok(device) => {
                     let properties = device.properties();

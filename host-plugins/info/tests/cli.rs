@@ -61,7 +61,11 @@ fn lists_host_devices_and_why_gpu_plugins_have_none() {
         ("RUSTOMP_CUDA_DRIVER", "/nonexistent/libcuda.so.1"),
         ("RUSTOMP_HSA_RUNTIME", "/nonexistent/libhsa-runtime64.so.1"),
     ]);
-    assert_eq!(names(&blocks), ["cuda", "amdgpu", "host"], "{text}");
+    assert_eq!(
+        names(&blocks),
+        ["cuda", "amdgpu", "host", "remote"],
+        "{text}"
+    );
     for gpu in &blocks[..2] {
         assert_eq!(gpu.devices, None, "{text}");
         assert_eq!(gpu.lines.len(), 1, "{text}");
@@ -118,7 +122,18 @@ fn host_device_count_follows_the_runtime_variable() {
 fn every_plugin_has_devices_or_a_reason() {
     // Whatever this machine has: each block lists devices or says why there are none.
     let (text, blocks) = run(&[]);
-    assert_eq!(names(&blocks), ["cuda", "amdgpu", "host"], "{text}");
+    assert_eq!(
+        names(&blocks),
+        ["cuda", "amdgpu", "host", "remote"],
+        "{text}"
+    );
+    // Not under mpirun: the remote plugin has no devices and says why.
+    let remote = &blocks[3];
+    assert_eq!(remote.devices, None, "{text}");
+    assert!(
+        remote.lines[0].contains("not started by an MPI launcher"),
+        "{text}"
+    );
     for b in &blocks {
         match b.devices {
             None => assert!(

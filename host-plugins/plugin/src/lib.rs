@@ -153,7 +153,7 @@ unsafe impl Send for KernelHandle {}
 unsafe impl Sync for KernelHandle {}
 
 /// Launch geometry asked for by the construct (0 = let the backend choose).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LaunchConfig {
     pub num_teams: u32,
     pub thread_limit: u32,
@@ -194,6 +194,17 @@ pub trait Plugin: Send + Sync {
                 image.triple
             ))
         }
+    }
+    /// Where device `index` is, when that is not this machine (`rank 1, device 0` for a
+    /// remote device), for listings.
+    fn device_location(&self, _index: usize) -> Option<String> {
+        None
+    }
+    /// Whether the front numbers this plugin's devices after every other plugin's, in the
+    /// plugin's own order over all of a program's images (the remote plugin: the application's
+    /// local devices first, then each rank's), instead of image by image.
+    fn numbered_last(&self) -> bool {
+        false
     }
     /// Opens device `index` (0-based within this plugin).
     fn open_device(
@@ -264,6 +275,26 @@ pub trait Device: Send + Sync {
     }
     /// One line describing the device (`__tgt_print_device_info`).
     fn describe(&self) -> String;
+    /// Copies `bytes` from `src` on this device to `dst` on `peer`, another device, without
+    /// passing through the host's memory, when this device knows a way (two remote devices:
+    /// rank to rank). `None`: no such way; the front stages the copy through host memory.
+    ///
+    /// # Safety
+    /// `src` holds `bytes` on this device, `dst` holds `bytes` on `peer`.
+    unsafe fn copy_to_peer(
+        &self,
+        _peer: &dyn Device,
+        _dst: *mut c_void,
+        _src: *const c_void,
+        _bytes: usize,
+    ) -> Option<Result<()>> {
+        None
+    }
+    /// The device as `Any`, so that a plugin can recognize its own devices behind
+    /// `&dyn Device` (for `copy_to_peer`). Wrappers forward it.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
     /// The device's facts as labelled values, for listings (`rustomp-info`, after LLVM's
     /// `llvm-offload-device-info`): kind, name, architecture, memory, limits, driver version,
     /// as far as the plugin knows them. The default is the description line.

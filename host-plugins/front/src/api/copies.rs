@@ -49,6 +49,18 @@ pub(super) unsafe fn copy(
             if d.id == s.id || (d.backend.shares_host_memory() && s.backend.shares_host_memory()) {
                 // SAFETY: as above.
                 unsafe { d.backend.copy_within_device(dst, src, len) }
+            // SAFETY: as above.
+            } else if let Some(done) = unsafe { s.backend.copy_to_peer(&*d.backend, dst, src, len) }
+            {
+                // A direct path between the two (remote devices: rank to rank).
+                done
+            } else if s.backend.shares_host_memory() {
+                // The source is this process's memory: no staging copy.
+                // SAFETY: as above.
+                unsafe { d.backend.copy_to_device(dst, src, len) }
+            } else if d.backend.shares_host_memory() {
+                // SAFETY: as above.
+                unsafe { s.backend.copy_from_device(dst, src, len) }
             } else {
                 let mut staging = vec![0u8; len];
                 // SAFETY: as above; staging holds `len` bytes.

@@ -1,7 +1,8 @@
 //! The OpenMP device API (`omp_target_*`, `omp_get_*device*`) and LLVM's extensions, by family:
 //! [`devices`] (numbering and uids), [`memory`] (allocation), [`copies`] (plain, rectangular,
 //! asynchronous, fills), [`association`] (presence, mapped pointers, associated pointers),
-//! [`interop`] (`omp interop`), [`host_call`]. The initial (host) device is number
+//! [`interop`] (`omp interop`), [`host_call`], and rustomp's own [`remote`] (the benchmark's
+//! plain-MPI reference). The initial (host) device is number
 //! `omp_get_num_devices()`. Each export's `on_panic` value is what LLVM returns when that call
 //! fails (see `export`).
 
@@ -11,6 +12,7 @@ pub(crate) mod devices;
 pub(crate) mod host_call;
 pub(crate) mod interop;
 pub(crate) mod memory;
+pub(crate) mod remote;
 
 use crate::diag;
 use crate::runtime::{runtime, DeviceState};

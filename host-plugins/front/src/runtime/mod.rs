@@ -5,7 +5,9 @@
 //! program brings an image that plugin's devices can run, and they get the next numbers in
 //! registration order (image by image, plugin by plugin). So a host-offload program sees the
 //! host plugin's devices as 0..N, and the CUDA plugin's driver is not even loaded for it. A
-//! device is opened, and its images loaded, on its first use.
+//! device is opened, and its images loaded, on its first use. The remote plugin's devices
+//! (other nodes', through `rustomp-proxy` ranks under MPI) come after all local ones, rank by
+//! rank in rank order, each rank's in its own order.
 
 mod device;
 mod library;
@@ -79,6 +81,10 @@ impl Runtime {
             ];
             // Target RTLs found by naming convention come after ours (see `external`).
             built_in.extend(crate::external::discover());
+            // Other nodes' devices, through rustomp-proxy ranks, after every local plugin
+            // (`numbered_last`). It loads MPI only in a process an MPI launcher started with
+            // proxies.
+            built_in.push(Box::new(rustomp_remote_plugin::RemotePlugin::new()));
             built_in
         };
         debug!("{} plugin(s), policy {:?}", plugins.len(), policy);
@@ -118,83 +124,129 @@ impl Runtime {
 
     /// Gives the devices that can run `images` (of one registered program) OpenMP numbers, the
     /// way LLVM's plugin manager does: image by image, each compatible plugin's compatible
-    /// devices not numbered yet get the next numbers. Records why an image found no device.
+    /// devices not numbered yet get the next numbers. Plugins numbered last (the remote plugin)
+    /// come after that, device by device in their own order, each device that runs any of the
+    /// images: a program sees its local devices first, then each rank's in rank order.
+    /// Records why an image found no device.
     fn assign_devices(&self, library: u64, images: &[RawImage]) {
         let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
         let mut used: HashSet<(usize, usize)> = HashSet::new();
-        for (i, raw) in images.iter().enumerate() {
-            let info = raw.info();
-            let mut served = false;
-            let mut reasons = Vec::new();
-            if let Some(why) = &raw.corrupted {
-                reasons.push(format!("corrupted image: {why}"));
+        let mut served = vec![false; images.len()];
+        let mut reasons: Vec<Vec<String>> = vec![Vec::new(); images.len()];
+        let mut add = |slots: &mut Vec<Arc<DeviceSlot>>, p: usize, index: usize| {
+            // One image per device and program, as LLVM registers them.
+            if !used.insert((p, index)) || slots.iter().any(|s| s.plugin == p && s.index == index) {
+                return;
             }
-            let plugins = if raw.corrupted.is_some() {
-                &[][..]
-            } else {
-                &self.plugins[..]
-            };
-            for (p, plugin) in plugins.iter().enumerate() {
-                if !plugin.is_compatible(&info) {
-                    continue;
-                }
-                let count = plugin.number_of_devices();
-                if count == 0 {
-                    let why = plugin
-                        .unavailable_reason()
-                        .unwrap_or_else(|| "it has no devices".into());
-                    info!(
-                        diag::infotype::PLUGIN,
-                        "-",
-                        "plugin {} has no devices: {why}",
-                        plugin.name()
-                    );
-                    reasons.push(format!("{} plugin: {why}", plugin.name()));
-                    continue;
-                }
-                for index in 0..count {
-                    if let Err(why) = plugin.device_compatibility(index, &info) {
-                        reasons.push(format!("{} device {index}: {why}", plugin.name()));
-                        continue;
-                    }
-                    served = true;
-                    // One image per device and program, as LLVM registers them.
-                    if !used.insert((p, index))
-                        || slots.iter().any(|s| s.plugin == p && s.index == index)
-                    {
-                        continue;
-                    }
-                    debug!(
-                        "device {}: {} plugin device {index}",
-                        slots.len(),
-                        plugin.name()
-                    );
-                    slots.push(Arc::new(DeviceSlot {
-                        plugin: p,
-                        index,
-                        state: OnceLock::new(),
-                    }));
-                }
-            }
-            if !served {
-                if reasons.is_empty() {
-                    reasons.push(if raw.triple.is_empty() {
-                        "the image names no target triple".to_string()
-                    } else {
-                        format!("no plugin runs {} images", raw.triple)
-                    });
-                }
-                let message = format!(
-                    "image {i} ({}) of the registered program: {}",
-                    raw.describe(),
-                    reasons.join("; ")
+            debug!(
+                "device {}: {} plugin device {index}",
+                slots.len(),
+                self.plugins[p].name()
+            );
+            slots.push(Arc::new(DeviceSlot {
+                plugin: p,
+                index,
+                state: OnceLock::new(),
+            }));
+        };
+        // Each plugin's device count, asked once per registration and only of plugins that
+        // one of the images concerns (a plugin loads its driver when asked).
+        let mut counts: Vec<Option<usize>> = vec![None; self.plugins.len()];
+        let mut count = |p: usize, reasons: &mut Vec<String>| -> usize {
+            let plugin = &self.plugins[p];
+            let n = *counts[p].get_or_insert_with(|| plugin.number_of_devices());
+            if n == 0 {
+                let why = plugin
+                    .unavailable_reason()
+                    .unwrap_or_else(|| "it has no devices".into());
+                info!(
+                    diag::infotype::PLUGIN,
+                    "-",
+                    "plugin {} has no devices: {why}",
+                    plugin.name()
                 );
-                info!(diag::infotype::PLUGIN, "-", "{message}");
-                self.unserved
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((library, message));
+                reasons.push(format!("{} plugin: {why}", plugin.name()));
             }
+            n
+        };
+        let usable = |raw: &RawImage| raw.corrupted.is_none();
+        for (i, raw) in images.iter().enumerate() {
+            if let Some(why) = &raw.corrupted {
+                reasons[i].push(format!("corrupted image: {why}"));
+                continue;
+            }
+            let info = raw.info();
+            for (p, plugin) in self.plugins.iter().enumerate() {
+                if plugin.numbered_last() || !plugin.is_compatible(&info) {
+                    continue;
+                }
+                for index in 0..count(p, &mut reasons[i]) {
+                    if let Err(why) = plugin.device_compatibility(index, &info) {
+                        reasons[i].push(format!("{} device {index}: {why}", plugin.name()));
+                        continue;
+                    }
+                    served[i] = true;
+                    add(&mut slots, p, index);
+                }
+            }
+        }
+        for (p, plugin) in self.plugins.iter().enumerate() {
+            if !plugin.numbered_last() {
+                continue;
+            }
+            let compatible: Vec<usize> = (0..images.len())
+                .filter(|&i| usable(&images[i]) && plugin.is_compatible(&images[i].info()))
+                .collect();
+            let Some(&first) = compatible.first() else {
+                continue;
+            };
+            let devices = count(p, &mut reasons[first]);
+            if devices == 0 {
+                for &i in &compatible[1..] {
+                    let why = reasons[first].last().cloned().unwrap_or_default();
+                    reasons[i].push(why);
+                }
+            }
+            for index in 0..devices {
+                let mut runs_one = false;
+                for &i in &compatible {
+                    match plugin.device_compatibility(index, &images[i].info()) {
+                        Ok(()) => {
+                            served[i] = true;
+                            runs_one = true;
+                        }
+                        Err(why) => {
+                            reasons[i].push(format!("{} device {index}: {why}", plugin.name()))
+                        }
+                    }
+                }
+                if runs_one {
+                    add(&mut slots, p, index);
+                }
+            }
+        }
+        for (i, raw) in images.iter().enumerate() {
+            if served[i] {
+                continue;
+            }
+            let mut reasons = std::mem::take(&mut reasons[i]);
+            if reasons.is_empty() {
+                reasons.push(if raw.triple.is_empty() {
+                    "the image names no target triple".to_string()
+                } else {
+                    format!("no plugin runs {} images", raw.triple)
+                });
+            }
+            let message = format!(
+                "image {i} ({}) of the registered program: {}",
+                raw.describe(),
+                reasons.join("; ")
+            );
+            info!(diag::infotype::PLUGIN, "-", "{message}");
+            self.unserved
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((library, message));
         }
     }
 
