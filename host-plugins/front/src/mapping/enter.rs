@@ -1,8 +1,8 @@
 //! Entering: `target data`, `target enter data`, and the map part of a `target` construct.
 
 use super::items::{
-    alignment_padding, dynamic_refs, entry_name, expand, info_to_device, is_partial_struct,
-    item_size, maps_memory, not_mapped, pointer_item, present_missing, zero_copy, MapItem, Step,
+    dynamic_refs, entry_name, expand, info_to_device, is_partial_struct, item_size, maps_memory,
+    not_mapped, pointer_item, present_missing, struct_padding, zero_copy, MapItem, Step,
     FB_NULLIFY, POINTER_SIZE,
 };
 use super::phase::{Phase, Transfer, Undo};
@@ -141,34 +141,41 @@ pub(super) fn map_one(
                 }
                 return Ok(None);
             }
-            let allocation = match device.backend.alloc(size + padding, AllocKind::Device) {
-                Ok(allocation) => allocation as usize,
-                Err(e) => {
-                    // A device failure, not a broken map clause: LLVM's words, the device's
-                    // error kind (so the policy decides whether it is fatal).
-                    diag::error(&format!(
-                        "device {}: cannot map host address {} ({size} bytes): {e}",
-                        device.id,
-                        Ptr(begin)
-                    ));
-                    return Err(OffloadError::new(e.kind, "Call to getTargetPointer returned null pointer (device failure or illegal mapping)."));
-                }
-            };
-            let device_begin = allocation + padding;
-            table.insert_mapped(
-                MapEntry {
-                    host_begin: begin,
-                    host_end: begin + size,
-                    device_begin,
-                    dynamic_refs: (!hold) as u64,
-                    hold_refs: hold as u64,
-                    infinite: false,
-                    owned: true,
-                    name: item.name as usize,
+            let base = item.base as usize;
+            // A member of a struct whose later members another construct mapped gets its
+            // device copy where the struct's device copy has it (`MappingTable::room_for`).
+            let room = table.room_for(begin, size, base);
+            let (allocation, device_begin) = match room {
+                Some(device_begin) => (device_begin, device_begin),
+                None => match device.backend.alloc(size + padding, AllocKind::Device) {
+                    Ok(allocation) => (allocation as usize, allocation as usize + padding),
+                    Err(e) => {
+                        // A device failure, not a broken map clause: LLVM's words, the device's
+                        // error kind (so the policy decides whether it is fatal).
+                        diag::error(&format!(
+                            "device {}: cannot map host address {} ({size} bytes): {e}",
+                            device.id,
+                            Ptr(begin)
+                        ));
+                        return Err(OffloadError::new(e.kind, "Call to getTargetPointer returned null pointer (device failure or illegal mapping)."));
+                    }
                 },
-                item.base as usize,
-                padding,
-            );
+            };
+            let entry = MapEntry {
+                host_begin: begin,
+                host_end: begin + size,
+                device_begin,
+                dynamic_refs: (!hold) as u64,
+                hold_refs: hold as u64,
+                infinite: false,
+                owned: true,
+                name: item.name as usize,
+            };
+            if room.is_some() {
+                table.insert_in_room(entry, base);
+            } else {
+                table.insert_mapped(entry, base, padding);
+            }
             entering.created.push((begin, begin + size));
             phase.undo.push(Undo::Created(begin));
             info!(
@@ -327,7 +334,7 @@ pub(super) fn begin_locked(
             continue;
         }
         let padding = if is_partial_struct(steps, n) {
-            alignment_padding(item)
+            struct_padding(item)
         } else {
             0
         };

@@ -273,6 +273,19 @@ pub(super) fn is_partial_struct(steps: &[Step], n: usize) -> bool {
         })
 }
 
+/// Where the device allocation of a struct mapped member by member starts, in bytes before
+/// its first mapped member: at the struct's beginning (its base), so that members mapped later
+/// by other constructs find room at their offsets (`MappingTable::room_for`), unless that is
+/// more than `STRUCT_ROOM` bytes away; then only as far back as keeps the alignment the host
+/// copy has (up to 16 bytes), so members keep their alignment.
+pub(super) fn struct_padding(item: &MapItem) -> usize {
+    let (base, begin) = (item.base as usize, item.begin as usize);
+    match begin.checked_sub(base) {
+        Some(room) if room <= super::table::STRUCT_ROOM => room,
+        _ => alignment_padding(item),
+    }
+}
+
 /// Padding that gives a struct's device copy the alignment its host copy has (up to 16 bytes),
 /// though the mapped part starts after the struct's beginning: members keep their alignment.
 pub(super) fn alignment_padding(item: &MapItem) -> usize {

@@ -252,7 +252,7 @@ impl<'d> Phase<'d> {
         key: usize,
         size: Option<usize>,
     ) {
-        let Some((entry, allocation)) = table.remove_with_allocation(key) else {
+        let Some((entry, allocation)) = table.remove_releasing(key) else {
             return;
         };
         info!(
@@ -264,7 +264,9 @@ impl<'d> Phase<'d> {
             size.unwrap_or(entry.host_end - entry.host_begin),
             diag::map_name(entry.name as *const c_char)
         );
-        if entry.owned {
+        // An allocation other entries still use (a struct's, see `MappingTable::room_for`)
+        // goes with the last of them.
+        if let (true, Some(allocation)) = (entry.owned, allocation) {
             self.frees.push(allocation);
         }
     }
