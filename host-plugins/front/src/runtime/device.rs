@@ -44,6 +44,31 @@ struct LoadedLibrary {
     kernels: Vec<usize>,
     globals: Vec<usize>,
     destructors: Vec<KernelHandle>,
+    /// The `{host, device}` pairs of its `declare target indirect` functions and vtables.
+    indirect: Vec<FptrMapEntry>,
+}
+
+impl DeviceImages {
+    /// The device's indirect-call table: the pairs of every library loaded on it, so a
+    /// function pointer of one (a shared library's function) is translated in the device code
+    /// of another (the program's region), as a pointer of the image's own library is.
+    fn indirect_table(&self, more: &[FptrMapEntry]) -> IndirectTable {
+        let pairs = self.per_library.iter().flat_map(|l| l.indirect.iter());
+        IndirectTable::new(pairs.chain(more).copied().collect())
+    }
+
+    /// Publishes the device's table to every loaded image (after libraries came or went).
+    fn publish_indirect_table(&self, device: usize) -> Result<()> {
+        let table = self.indirect_table(&[]);
+        debug!(
+            "device {device}: indirect-call table of {} pairs for {} image(s)",
+            table.len(),
+            self.per_library.len()
+        );
+        self.per_library
+            .iter()
+            .try_for_each(|l| l.image.set_indirect_table(&table))
+    }
 }
 
 impl DeviceState {
@@ -120,6 +145,7 @@ impl DeviceState {
                 ));
             }
         }
+        let before = images.per_library.len();
         for library in libraries.iter() {
             if images.per_library.iter().any(|l| l.library == library.id) {
                 continue;
@@ -153,6 +179,12 @@ impl DeviceState {
             let loaded = self.bind_entries(&mut images, library, image, requires_usm)?;
             images.per_library.push(loaded);
         }
+        // The images loaded before learn the new libraries' functions (each new image got the
+        // table as it stood when it was bound).
+        let translating = images.per_library.iter().any(|l| !l.indirect.is_empty());
+        if images.per_library.len() > before && images.per_library.len() > 1 && translating {
+            images.publish_indirect_table(self.id)?;
+        }
         self.loaded_generation.store(generation, Ordering::Release);
         Ok(())
     }
@@ -171,6 +203,7 @@ impl DeviceState {
             kernels: vec![],
             globals: vec![],
             destructors: vec![],
+            indirect: vec![],
         };
         let mut indirect = Vec::new();
         let mut constructors = Vec::new();
@@ -279,7 +312,8 @@ impl DeviceState {
             }
         }
         drop(table);
-        image.set_indirect_table(&IndirectTable::new(indirect))?;
+        image.set_indirect_table(&images.indirect_table(&indirect))?;
+        loaded.indirect = indirect;
         for ctor in constructors {
             // SAFETY: constructor entries take no arguments besides the launch environment.
             unsafe { image.launch(ctor, &[], &ONE_THREAD)? };
@@ -299,6 +333,7 @@ impl DeviceState {
             .into_iter()
             .partition(|l| l.library == library);
         images.per_library = kept;
+        let translated = gone.iter().any(|l| !l.indirect.is_empty());
         for unloaded in gone {
             for dtor in &unloaded.destructors {
                 // SAFETY: destructor entries take no arguments besides the launch env.
@@ -311,6 +346,13 @@ impl DeviceState {
             }
             for global in unloaded.globals {
                 table.remove(global);
+            }
+        }
+        drop(table);
+        // The other images stop translating the unloaded library's functions.
+        if translated && !images.per_library.is_empty() {
+            if let Err(e) = images.publish_indirect_table(self.id) {
+                debug!("device {}: indirect-call table at unload: {e}", self.id);
             }
         }
     }
