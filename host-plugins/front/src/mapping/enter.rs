@@ -6,6 +6,7 @@ use super::items::{
     FB_NULLIFY, POINTER_SIZE,
 };
 use super::phase::{Phase, Transfer, Undo};
+use super::scratch::{pool, Scratch};
 use super::table::{Lookup, MapEntry, MappingTable, ShadowPointer};
 use crate::diag::{self, debug, info};
 use crate::runtime::DeviceState;
@@ -15,16 +16,26 @@ use rustomp_plugin::{AllocKind, ErrorKind, OffloadError, Result};
 use std::ffi::c_void;
 
 /// What the map-entering part of one construct did so far.
-#[derive(Default)]
 pub(super) struct Entering {
     /// Host ranges of the entries this construct created: their `to` data is due, and a pointer
     /// or pointee among them makes an attachment due.
-    pub(super) created: Vec<(usize, usize)>,
+    pub(super) created: Scratch<(usize, usize)>,
     /// Pointer attachments, performed once every item is mapped.
-    pub(super) attachments: Vec<Attachment>,
+    pub(super) attachments: Scratch<Attachment>,
+}
+
+pool! {
+    ATTACHMENTS: Attachment;
 }
 
 impl Entering {
+    pub(super) fn new() -> Self {
+        Entering {
+            created: Scratch::take(&super::phase::RANGES),
+            attachments: Scratch::take(&ATTACHMENTS),
+        }
+    }
+
     pub(super) fn created_entry(&self, key: usize) -> bool {
         self.created.iter().any(|&(begin, _)| begin == key)
     }
@@ -206,7 +217,7 @@ pub(super) fn map_one(
 
 /// Performs the attachments whose pointer or pointee this construct mapped anew.
 pub(super) fn attach_all(phase: &mut Phase<'_>, table: &mut MappingTable, entering: &Entering) {
-    for a in &entering.attachments {
+    for a in entering.attachments.iter() {
         let due = a.always
             || entering.created_covers(a.pointee_begin)
             || entering.created_covers(a.pointer);
@@ -286,7 +297,7 @@ pub fn begin(
 ) -> Result<()> {
     let steps = expand(items);
     let (mut phase, mut table) = Phase::start(device, steps.iter().map(|s| &s.item));
-    let decided = begin_locked(&mut phase, &mut table, &steps, return_bases);
+    let decided = begin_locked(&mut phase, &mut table, &steps, return_bases, &mut []);
     phase.complete(table, decided, true)
 }
 
@@ -295,9 +306,10 @@ pub(super) fn begin_locked(
     table: &mut MappingTable,
     steps: &[Step],
     mut return_bases: Option<&mut [*mut c_void]>,
+    found: &mut [usize],
 ) -> Result<()> {
     check_present_on_entry(phase.device, table, steps)?;
-    let mut entering = Entering::default();
+    let mut entering = Entering::new();
     for (n, step) in steps.iter().enumerate() {
         let item = &step.item;
         // Private copies are made at launch; non-contiguous descriptors only mean something
@@ -323,7 +335,8 @@ pub(super) fn begin_locked(
                 MapType::OMPX_HOLD | MapType::IMPLICIT | MapType::PRESENT,
             );
             map_one(phase, table, &pointer, update_ref, 0, &mut entering)?;
-            map_one(phase, table, item, true, 0, &mut entering)?;
+            let device_begin = map_one(phase, table, item, true, 0, &mut entering)?;
+            remember(found, step, device_begin);
             // For PTR_AND_OBJ clang's base is the host address of the pointer variable.
             entering.attachments.push(Attachment {
                 pointer: item.base as usize,
@@ -339,6 +352,7 @@ pub(super) fn begin_locked(
             0
         };
         let device_begin = map_one(phase, table, item, update_ref, padding, &mut entering)?;
+        remember(found, step, device_begin);
         if item.kind.contains(MapType::RETURN_PARAM) {
             let Some(bases) = return_bases.as_deref_mut() else {
                 continue;
@@ -359,6 +373,18 @@ pub(super) fn begin_locked(
     }
     attach_all(phase, table, &entering);
     Ok(())
+}
+
+/// Notes where clause item `step` landed for the kernel's arguments (`found[i]`: the device
+/// address of item `i`'s begin), so that they need not look it up again. A zero-length item
+/// nothing maps yet is left to the lookup after the whole list (a later item may map it);
+/// mapper components are not clause items; `found` may be short.
+fn remember(found: &mut [usize], step: &Step, device_begin: Option<usize>) {
+    if let (None, Some(device_begin)) = (step.list, device_begin) {
+        if let Some(slot) = found.get_mut(step.origin) {
+            *slot = device_begin;
+        }
+    }
 }
 
 /// Several map entries for one item in one construct (upstream's direction after LLVM 22):

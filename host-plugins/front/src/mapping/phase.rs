@@ -5,6 +5,7 @@ use super::items::{
     entry_name, info_from_device, info_to_device, item_size, non_contiguous_dims,
     non_contiguous_pieces, MapItem, POINTER_SIZE,
 };
+use super::scratch::{pool, Scratch};
 use super::table::{MappingTable, ShadowPointer};
 use crate::diag::{self, debug, info};
 use crate::runtime::DeviceState;
@@ -14,6 +15,11 @@ use rustomp_plugin::{AllocKind, Device, Result};
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::MutexGuard;
+
+/// The most bytes a phase copies while it holds the table lock, on a device whose memory is
+/// the host's (a memcpy of 4 KiB takes about as long as taking the lock again); more are copied
+/// outside it, their ranges busy, so other threads' constructs go on meanwhile.
+const IN_PLACE_BYTES: usize = 4096;
 
 /// Numbers the phases of constructs: the owner of their busy ranges.
 pub(super) static NEXT_PHASE: AtomicU64 = AtomicU64::new(1);
@@ -125,10 +131,17 @@ pub(super) enum Undo {
 pub(super) struct Phase<'d> {
     pub(super) device: &'d DeviceState,
     pub(super) owner: u64,
-    pub(super) transfers: Vec<Transfer>,
-    pub(super) undo: Vec<Undo>,
+    pub(super) transfers: Scratch<Transfer>,
+    pub(super) undo: Scratch<Undo>,
     /// Device memory of entries that left the table: freed once the copies are done.
-    pub(super) frees: Vec<usize>,
+    pub(super) frees: Scratch<usize>,
+}
+
+pool! {
+    TRANSFERS: Transfer;
+    UNDO: Undo;
+    ADDRESSES: usize;
+    RANGES: (usize, usize);
 }
 
 impl<'d> Phase<'d> {
@@ -147,9 +160,9 @@ impl<'d> Phase<'d> {
             Self {
                 device,
                 owner,
-                transfers: Vec::new(),
-                undo: Vec::new(),
-                frees: Vec::new(),
+                transfers: Scratch::take(&TRANSFERS),
+                undo: Scratch::take(&UNDO),
+                frees: Scratch::take(&ADDRESSES),
             },
             table,
         )
@@ -223,7 +236,15 @@ impl<'d> Phase<'d> {
             self.undo(&mut table);
         }
         let mut copied = Ok(());
-        if !self.transfers.is_empty() {
+        if !self.transfers.is_empty() && self.copies_in_place() {
+            // A few bytes copied by memcpy (the CPU plugin): cheaper under the lock than a
+            // second round through it; nobody saw the busy marks, which end below.
+            let backend = &*self.device.backend;
+            copied = self.transfers.iter().try_for_each(|t| t.perform(backend));
+            if copied.is_err() && undo_on_failure {
+                self.undo(&mut table);
+            }
+        } else if !self.transfers.is_empty() {
             drop(table);
             let backend = &*self.device.backend;
             copied = self.transfers.iter().try_for_each(|t| t.perform(backend));
@@ -242,6 +263,23 @@ impl<'d> Phase<'d> {
             freed = freed.and(free_device(self.device, ptr));
         }
         decided.and(copied).and(freed)
+    }
+
+    /// Whether this phase's copies are small host memcpys (a device whose memory is the
+    /// host's, at most [`IN_PLACE_BYTES`] in all), done without releasing the table lock.
+    fn copies_in_place(&self) -> bool {
+        if !self.device.backend.shares_host_memory() {
+            return false;
+        }
+        let mut bytes = 0usize;
+        self.transfers.iter().all(|t| {
+            bytes += match t {
+                Transfer::ToDevice { size, shadows, .. }
+                | Transfer::FromDevice { size, shadows, .. } => size + shadows.len() * POINTER_SIZE,
+                Transfer::Pointer { .. } => POINTER_SIZE,
+            };
+            bytes <= IN_PLACE_BYTES
+        })
     }
 
     /// Removes the entry at `key` (LLVM's 0x8 line gives `size`, the item's, else the entry's);
@@ -272,7 +310,7 @@ impl<'d> Phase<'d> {
     }
 
     pub(super) fn undo(&mut self, table: &mut MappingTable) {
-        for change in std::mem::take(&mut self.undo).into_iter().rev() {
+        for change in std::mem::take(&mut *self.undo).into_iter().rev() {
             match change {
                 Undo::Created(key) => self.remove_entry(table, key, None),
                 Undo::Counted { key, hold } => {

@@ -154,7 +154,9 @@ impl MappingTable {
     pub fn lookup(&self, begin: usize, size: usize) -> Lookup {
         let end = begin.saturating_add(size);
         let below = self.records.range(..=begin).next_back();
-        let above = self.records.range(begin.saturating_add(1)..).next();
+        // Asked for only when the entry below does not answer (a present item is found with
+        // one search).
+        let above = || self.records.range(begin.saturating_add(1)..).next();
         if size == 0 {
             if let Some((&key, record)) = below {
                 let entry = &record.entry;
@@ -164,7 +166,7 @@ impl MappingTable {
                 }
             }
             // A pointer to the base of a section mapped further on (`p` for `p[3:2]`).
-            return match above {
+            return match above() {
                 Some((&key, record)) if begin >= record.host_base => Lookup::Contained(key),
                 _ => Lookup::Absent,
             };
@@ -178,7 +180,7 @@ impl MappingTable {
                 };
             }
         }
-        match above {
+        match above() {
             Some((&key, _)) if key < end => Lookup::PartialOverlap(key),
             _ => Lookup::Absent,
         }

@@ -17,7 +17,37 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// A target region's kernel on one device: its image, entry point and name.
-pub type BoundKernel = (Arc<dyn LoadedImage>, KernelHandle, Arc<str>);
+pub struct Bound {
+    pub image: Arc<dyn LoadedImage>,
+    pub kernel: KernelHandle,
+    pub name: Arc<str>,
+}
+
+/// What a construct holds while it runs: one reference count for the three.
+pub type BoundKernel = Arc<Bound>;
+
+/// Hashes a region id (a host address, unique in the process) with one multiplication: the
+/// kernel table is read on every construct, where SipHash's rounds cost more than the rest of
+/// the lookup. No key comes from outside the program's own registration.
+#[derive(Default, Clone, Copy)]
+pub(super) struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        // Fibonacci hashing: the high bits, which hashbrown uses, mix every bit of the address.
+        self.0 = (n as u64 ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type AddressMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<AddressHasher>>;
 
 pub struct DeviceState {
     pub id: usize,
@@ -35,7 +65,7 @@ pub struct DeviceState {
 #[derive(Default)]
 pub(super) struct DeviceImages {
     per_library: Vec<LoadedLibrary>,
-    kernels: HashMap<usize, BoundKernel>,
+    kernels: AddressMap<BoundKernel>,
 }
 
 struct LoadedLibrary {
@@ -281,9 +311,14 @@ impl DeviceState {
                 } else if flags.contains(EntryFlags::CTOR_OR_ENTER) {
                     constructors.push(kernel);
                 } else {
-                    images
-                        .kernels
-                        .insert(entry.address as usize, (image.clone(), kernel, name.into()));
+                    images.kernels.insert(
+                        entry.address as usize,
+                        Arc::new(Bound {
+                            image: image.clone(),
+                            kernel,
+                            name: name.into(),
+                        }),
+                    );
                     loaded.kernels.push(entry.address as usize);
                 }
             } else {
