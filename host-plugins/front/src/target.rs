@@ -265,7 +265,7 @@ pub unsafe fn target_kernel(
     });
     let LaunchArguments {
         values,
-        mut temporaries,
+        temporaries,
     } = match entered {
         Ok(arguments) => arguments,
         Err(e) => return report(Err(e), &loc, BEGIN_FAILED),
@@ -288,7 +288,7 @@ pub unsafe fn target_kernel(
     let launched = unsafe { bound.image.launch(bound.kernel, &values[..], &config) };
     // The private copies are freed once, after the kernel that used them finished.
     let freed = temporaries
-        .drain(..)
+        .into_iter()
         .try_for_each(|buffer| mapping::free_device(&device, buffer));
     if let Err(e) = launched.and(freed) {
         // The construct's references go, its results do not come back (there are none).

@@ -6,7 +6,7 @@ use super::items::{
     FB_NULLIFY, POINTER_SIZE,
 };
 use super::phase::{Phase, Transfer, Undo};
-use super::scratch::{pool, Scratch};
+use super::scratch::Scratch;
 use super::table::{Lookup, MapEntry, MappingTable, ShadowPointer};
 use crate::diag::{self, debug, info};
 use crate::runtime::DeviceState;
@@ -21,18 +21,14 @@ pub(super) struct Entering {
     /// or pointee among them makes an attachment due.
     pub(super) created: Scratch<(usize, usize)>,
     /// Pointer attachments, performed once every item is mapped.
-    pub(super) attachments: Scratch<Attachment>,
-}
-
-pool! {
-    ATTACHMENTS: Attachment;
+    pub(super) attachments: Vec<Attachment>,
 }
 
 impl Entering {
     pub(super) fn new() -> Self {
         Entering {
             created: Scratch::take(&super::phase::RANGES),
-            attachments: Scratch::take(&ATTACHMENTS),
+            attachments: Vec::new(),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::enter::begin_locked;
 use super::items::{expand, info_to_device, item_size, MapItem, LAMBDA_CAPTURE, POINTER_SIZE};
-use super::phase::{free_device, Phase, Transfer, ADDRESSES};
+use super::phase::{free_device, Phase, Transfer};
 use super::scratch::{pool, Scratch};
 use super::table::{Lookup, MappingTable};
 use crate::diag::{self, debug};
@@ -16,7 +16,7 @@ use std::ffi::{c_char, c_void};
 /// buffers to free after it.
 pub struct LaunchArguments {
     pub values: Scratch<*mut c_void>,
-    pub temporaries: Scratch<usize>,
+    pub temporaries: Vec<usize>,
 }
 
 pool! {
@@ -28,7 +28,7 @@ impl LaunchArguments {
     fn new() -> Self {
         LaunchArguments {
             values: Scratch::take(&VALUES),
-            temporaries: Scratch::take(&ADDRESSES),
+            temporaries: Vec::new(),
         }
     }
 }

@@ -5,13 +5,14 @@ use super::items::{
     entry_name, info_from_device, info_to_device, item_size, non_contiguous_dims,
     non_contiguous_pieces, MapItem, POINTER_SIZE,
 };
-use super::scratch::{pool, Scratch};
+use super::scratch::{pool, KEPT_CAPACITY};
 use super::table::{MappingTable, ShadowPointer};
 use crate::diag::{self, debug, info};
 use crate::runtime::DeviceState;
 use diag::Ptr;
 use rustomp_abi::MapType;
 use rustomp_plugin::{AllocKind, Device, Result};
+use std::cell::Cell;
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::MutexGuard;
@@ -131,17 +132,62 @@ pub(super) enum Undo {
 pub(super) struct Phase<'d> {
     pub(super) device: &'d DeviceState,
     pub(super) owner: u64,
-    pub(super) transfers: Scratch<Transfer>,
-    pub(super) undo: Scratch<Undo>,
+    pub(super) transfers: Vec<Transfer>,
+    pub(super) undo: Vec<Undo>,
     /// Device memory of entries that left the table: freed once the copies are done.
-    pub(super) frees: Scratch<usize>,
+    pub(super) frees: Vec<usize>,
 }
 
 pool! {
-    TRANSFERS: Transfer;
-    UNDO: Undo;
-    ADDRESSES: usize;
     RANGES: (usize, usize);
+}
+
+/// The lists of a phase, kept by its thread for the next one (one thread-local access for the
+/// three, see `scratch.rs`).
+#[derive(Default)]
+struct PhaseLists {
+    transfers: Vec<Transfer>,
+    undo: Vec<Undo>,
+    frees: Vec<usize>,
+}
+
+thread_local! {
+    static SPARE_LISTS: Cell<PhaseLists> = const {
+        Cell::new(PhaseLists {
+            transfers: Vec::new(),
+            undo: Vec::new(),
+            frees: Vec::new(),
+        })
+    };
+}
+
+impl Drop for Phase<'_> {
+    /// The lists go back to the thread, emptied, unless one grew long (then all three go).
+    fn drop(&mut self) {
+        let (transfers, undo, frees) = (
+            std::mem::take(&mut self.transfers),
+            std::mem::take(&mut self.undo),
+            std::mem::take(&mut self.frees),
+        );
+        if transfers
+            .capacity()
+            .max(undo.capacity())
+            .max(frees.capacity())
+            > KEPT_CAPACITY
+        {
+            return;
+        }
+        let mut lists = PhaseLists {
+            transfers,
+            undo,
+            frees,
+        };
+        lists.transfers.clear();
+        lists.undo.clear();
+        lists.frees.clear();
+        // A nested construct's phase may have given its lists back meanwhile: they go.
+        let _ = SPARE_LISTS.try_with(|spare| spare.set(lists));
+    }
 }
 
 impl<'d> Phase<'d> {
@@ -156,13 +202,14 @@ impl<'d> Phase<'d> {
         while table.has_busy() && items.clone().any(|item| touches_busy(&table, item, owner)) {
             table = device.wait_for_transfers(table);
         }
+        let lists = SPARE_LISTS.try_with(Cell::take).unwrap_or_default();
         (
             Self {
                 device,
                 owner,
-                transfers: Scratch::take(&TRANSFERS),
-                undo: Scratch::take(&UNDO),
-                frees: Scratch::take(&ADDRESSES),
+                transfers: lists.transfers,
+                undo: lists.undo,
+                frees: lists.frees,
             },
             table,
         )
@@ -310,7 +357,7 @@ impl<'d> Phase<'d> {
     }
 
     pub(super) fn undo(&mut self, table: &mut MappingTable) {
-        for change in std::mem::take(&mut *self.undo).into_iter().rev() {
+        for change in std::mem::take(&mut self.undo).into_iter().rev() {
             match change {
                 Undo::Created(key) => self.remove_entry(table, key, None),
                 Undo::Counted { key, hold } => {

@@ -1,54 +1,54 @@
 //! Reused lists for the per-construct path: every construct gathers its items, their steps,
 //! its copies, undo records and kernel arguments in short lists, which would cost a heap
-//! allocation and a free each (about ten per region). A [`Scratch`] list is taken from a pool of
-//! the calling thread and goes back to it, emptied but with its capacity, when dropped; a
-//! thread that needs more at once (a nested construct) gets more, and a list that grew past
-//! [`KEPT_CAPACITY`] is freed instead of kept. Behaviour does not change, only where the memory
-//! comes from.
+//! allocation and a free each (about ten per region). A [`Scratch`] list is taken from the
+//! calling thread's spare list of its type and goes back there, emptied but with its capacity,
+//! when dropped. A thread keeps one spare per type: a nested construct, which takes a second
+//! list while the first is out, gets a new one, and the larger of the two is kept; a list that
+//! grew past [`KEPT_CAPACITY`] is freed instead. Behaviour does not change, only where the
+//! memory comes from. Lists that are usually empty (attachments, private copies) stay plain
+//! `Vec`s: an empty `Vec` costs nothing, while taking a spare costs a thread-local access.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
 use std::thread::LocalKey;
 
 /// Lists longer than this are not kept for reuse (a construct with thousands of items).
 pub(super) const KEPT_CAPACITY: usize = 256;
-/// Lists of one kind a thread keeps (nested constructs take more than one at a time).
-const KEPT_LISTS: usize = 4;
 
-/// The pools of one element type.
-pub(super) type Pool<T> = LocalKey<RefCell<Vec<Vec<T>>>>;
+/// A thread's spare list of `T`.
+pub(super) type Pool<T> = LocalKey<Cell<Vec<T>>>;
 
-/// A list from the thread's pool of `T` lists, given back when dropped.
+/// A list from the thread's spare list of `T`, given back when dropped.
 pub struct Scratch<T: 'static> {
     list: Vec<T>,
     pool: &'static Pool<T>,
 }
 
 impl<T: 'static> Scratch<T> {
-    /// An empty list from `pool` (a new one when the pool is empty or, at thread exit, gone).
+    /// An empty list: the thread's spare (a new one when it is out or, at thread exit, gone).
     pub(super) fn take(pool: &'static Pool<T>) -> Self {
-        let list = pool
-            .try_with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.pop()))
-            .ok()
-            .flatten()
-            .unwrap_or_default();
+        let list = pool.try_with(Cell::take).unwrap_or_default();
         Scratch { list, pool }
     }
 }
 
 impl<T: 'static> Drop for Scratch<T> {
     fn drop(&mut self) {
-        if self.list.capacity() == 0 || self.list.capacity() > KEPT_CAPACITY {
+        let capacity = self.list.capacity();
+        if capacity == 0 || capacity > KEPT_CAPACITY {
             return;
         }
         self.list.clear();
         let list = std::mem::take(&mut self.list);
-        let _ = self.pool.try_with(|p| {
-            if let Ok(mut p) = p.try_borrow_mut() {
-                if p.len() < KEPT_LISTS {
-                    p.push(list);
-                }
-            }
+        let _ = self.pool.try_with(|spare| {
+            // Keep the larger of this list and a spare a nested construct gave back; the
+            // other is freed when this closure ends.
+            let other = spare.take();
+            spare.set(if other.capacity() > capacity {
+                other
+            } else {
+                list
+            });
         });
     }
 }
@@ -72,13 +72,13 @@ impl<T: 'static + std::fmt::Debug> std::fmt::Debug for Scratch<T> {
     }
 }
 
-/// Declares a thread-local pool of `Vec<$t>` lists named `$name`.
+/// Declares a thread's spare list of `$t` named `$name`.
 macro_rules! pool {
     ($($name:ident: $t:ty;)*) => {
         $(
             thread_local! {
-                pub(super) static $name: std::cell::RefCell<Vec<Vec<$t>>> =
-                    const { std::cell::RefCell::new(Vec::new()) };
+                pub(super) static $name: std::cell::Cell<Vec<$t>> =
+                    const { std::cell::Cell::new(Vec::new()) };
             }
         )*
     };
@@ -106,6 +106,18 @@ mod tests {
         let c = Scratch::take(&NUMBERS);
         assert_eq!(c.capacity(), 0);
         drop((b, c));
+    }
+
+    #[test]
+    fn of_two_lists_out_at_once_the_larger_is_kept() {
+        let mut outer = Scratch::take(&NUMBERS);
+        outer.extend(0..100);
+        let mut inner = Scratch::take(&NUMBERS);
+        inner.extend([1]);
+        let large = outer.capacity();
+        drop(outer);
+        drop(inner);
+        assert_eq!(Scratch::take(&NUMBERS).capacity(), large);
     }
 
     #[test]
