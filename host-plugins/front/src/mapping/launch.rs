@@ -21,7 +21,6 @@ pub struct LaunchArguments {
 
 pool! {
     VALUES: *mut c_void;
-    POSITIONS: Option<usize>;
 }
 
 impl LaunchArguments {
@@ -71,12 +70,10 @@ pub(super) fn kernel_arguments(
     found: &[usize],
     out: &mut LaunchArguments,
 ) -> Result<()> {
-    let mut positions = Scratch::take(&POSITIONS);
-    positions.resize(items.len(), None);
     for (i, item) in items.iter().enumerate() {
         if !item.kind.contains(MapType::TARGET_PARAM) {
             if item.kind.contains(LAMBDA_CAPTURE) {
-                fix_lambda_capture(phase, table, items, item, &positions, &out.values);
+                fix_lambda_capture(phase, table, &items[..i], item, &out.values);
             }
             continue;
         }
@@ -107,7 +104,6 @@ pub(super) fn kernel_arguments(
             };
             device_begin.wrapping_add(host_base.wrapping_sub(begin))
         };
-        positions[i] = Some(out.values.len());
         out.values.push(value as *mut c_void);
     }
     Ok(())
@@ -163,22 +159,32 @@ pub(super) fn private_argument(
 
 /// A lambda captured a variable by reference: its device copy must refer to the variable's
 /// device copy. Clang's item: base = the capture field in the host lambda, begin = the
-/// captured variable, MEMBER_OF = the lambda's own item.
+/// captured variable, MEMBER_OF = the lambda's own item. `before`: the clause items before
+/// this one, whose arguments are in `values` (one per `TARGET_PARAM` item, in order).
 pub(super) fn fix_lambda_capture(
     phase: &mut Phase<'_>,
     table: &MappingTable,
-    items: &[MapItem],
+    before: &[MapItem],
     item: &MapItem,
-    positions: &[Option<usize>],
     values: &[*mut c_void],
 ) {
     let Some(parent) = item.kind.member_of() else {
         return;
     };
-    let (Some(Some(position)), Some(lambda)) = (positions.get(parent), items.get(parent)) else {
+    let Some(lambda) = before.get(parent) else {
+        return; // not an argument yet
+    };
+    if !lambda.kind.contains(MapType::TARGET_PARAM) {
+        return;
+    }
+    let position = before[..parent]
+        .iter()
+        .filter(|i| i.kind.contains(MapType::TARGET_PARAM))
+        .count();
+    let Some(&device_lambda) = values.get(position) else {
         return;
     };
-    let device_lambda = values[*position] as usize;
+    let device_lambda = device_lambda as usize;
     let field =
         device_lambda.wrapping_add((item.base as usize).wrapping_sub(lambda.begin as usize));
     let captured = item.begin as usize;
