@@ -16,7 +16,14 @@ for f in "${files[@]}"; do
   case $f in *.cpp) cc=clang++-22 ;; *) cc=clang-22 ;; esac
   cflags=$(sed -n 's#^// CFLAGS: ##p' "$f" | head -1)
   srcs=$(sed -n 's#^// SOURCES: ##p' "$f")
-  if ! $cc $cflags -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -O2 "$f" $srcs -o "$OUT/$n" \
+  libs=()
+  for lib in $(sed -n 's#^// SHARED: ##p' "$f"); do
+    so="$OUT/$n.$(basename "${lib%.*}").so"
+    $cc $cflags -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -O2 -fPIC -shared \
+        -Wl,-soname,"$(basename "$so")" "$lib" -o "$so" -L"$REF" 2>>"$OUT/$n.cerr"
+    libs+=("$so" '-Wl,-rpath,$ORIGIN')
+  done
+  if ! $cc $cflags -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -O2 "$f" $srcs "${libs[@]}" -o "$OUT/$n" \
        -L"$REF" -Wl,-rpath,$LLVMLIB -lm -lpthread 2>"$OUT/$n.cerr"; then
     echo "COMPILE-FAIL $f"; bad=1; continue
   fi

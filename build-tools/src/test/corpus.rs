@@ -2,8 +2,9 @@
 //! plugin, against our library and LLVM's, with the table of both.
 
 use super::programs::{
-    compile_source, known_failures, llvm_verdict, ours_verdict, parse_header, run_program, sources,
-    stem, with_expected_output, Header, Outcome, Scope, Verdict, JOBS,
+    build_shared_libraries, compile_source, known_failures, llvm_verdict, ours_verdict,
+    parse_header, run_program, sources, stem, with_expected_output, Header, Outcome, Scope,
+    Verdict, JOBS,
 };
 use crate::cc::Runtime;
 use crate::util::{self, at, Result};
@@ -104,16 +105,20 @@ pub(super) fn run(suite: &Suite) -> Result<Summary> {
         let p = &programs[i];
         let exe = exe_of(i, rt);
         let _ = std::fs::remove_file(&exe);
+        let log = exe.with_extension("compile.log");
+        let mut offload = suite.target_args.clone();
+        offload.extend(p.header.cflags.iter().cloned());
+        let shared = build_shared_libraries(&p.header, &p.src, &exe, rt, &offload, &log)?;
         let mut args = vec!["-O2".to_string()];
-        args.extend(suite.target_args.iter().cloned());
-        args.extend(p.header.cflags.iter().cloned());
+        args.extend(offload);
         args.extend(p.header.source_args(&p.src));
+        args.extend(shared);
         args.extend([
             "-o".to_string(),
             exe.display().to_string(),
             "-lm".to_string(),
         ]);
-        compile_source(&p.src, rt, &args, &exe.with_extension("compile.log"))
+        compile_source(&p.src, rt, &args, &log)
     });
 
     // Run them one at a time.

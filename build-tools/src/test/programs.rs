@@ -134,6 +134,9 @@ pub(super) struct Header {
     pub(super) expect_stderr_both: Vec<String>,
     /// `// SOURCES: units/x.c ...`: more translation units, relative to the program's directory.
     pub(super) sources: Vec<String>,
+    /// `// SHARED: units/x.c ...`: shared libraries the program links, one per file (relative
+    /// to the program's directory), each compiled with its own offload image.
+    pub(super) shared: Vec<String>,
     /// `// HOST-ONLY: why`: meaningful on the CPU plugin only (its fault injection, its leak
     /// check); the GPU suite lists it as skipped instead of running it.
     pub(super) host_only: Option<String>,
@@ -151,6 +154,58 @@ impl Header {
             )
             .collect()
     }
+
+    /// The sources of the program's shared libraries (`// SHARED:`).
+    pub(super) fn shared_sources(&self, src: &Path) -> Vec<PathBuf> {
+        let dir = src.parent().unwrap_or(Path::new("."));
+        self.shared.iter().map(|s| dir.join(s)).collect()
+    }
+
+    /// Where the shared library built from `lib` goes for the executable `exe`: beside it, named
+    /// after both (`188_x.188_lib.so`), so each build of the program (ours, LLVM's, the GPU
+    /// suite's) has its own.
+    pub(super) fn shared_library_path(exe: &Path, lib: &Path) -> PathBuf {
+        let name = format!("{}.{}.so", stem(exe), stem(lib));
+        exe.with_file_name(name)
+    }
+}
+
+/// Builds the program's shared libraries (`// SHARED:`) beside `exe` with the program's own
+/// offload flags (`offload_args`: the target and `CFLAGS`), each with its own offload image,
+/// and returns the link arguments that make the program use them: each library, and an rpath
+/// to the executable's directory, where the loader finds them at run time. Logs beside `log`.
+pub(super) fn build_shared_libraries(
+    header: &Header,
+    src: &Path,
+    exe: &Path,
+    runtime: Runtime,
+    offload_args: &[String],
+    log: &Path,
+) -> std::result::Result<Vec<String>, String> {
+    let mut link = Vec::new();
+    for lib in header.shared_sources(src) {
+        let out = Header::shared_library_path(exe, &lib);
+        let _ = std::fs::remove_file(&out);
+        let soname = out.file_name().unwrap_or_default().to_string_lossy();
+        let mut args = vec!["-O2".to_string()];
+        args.extend(offload_args.iter().cloned());
+        args.extend([
+            "-fPIC".to_string(),
+            "-shared".to_string(),
+            format!("-Wl,-soname,{soname}"),
+            lib.display().to_string(),
+            "-o".to_string(),
+            out.display().to_string(),
+        ]);
+        let lib_log = log.with_extension(format!("{}.log", stem(&lib)));
+        compile(is_cxx(&lib), runtime, &args, &lib_log)
+            .map_err(|e| format!("shared library {}: {e}", lib.display()))?;
+        link.push(out.display().to_string());
+    }
+    if !link.is_empty() {
+        link.push("-Wl,-rpath,$ORIGIN".to_string());
+    }
+    Ok(link)
 }
 
 pub(super) fn parse_header(text: &str) -> Header {
@@ -183,6 +238,8 @@ pub(super) fn parse_header(text: &str) -> Header {
             h.expect_stderr.push(v.trim().to_string());
         } else if let Some(v) = comment.strip_prefix("SOURCES:") {
             h.sources.extend(v.split_whitespace().map(str::to_string));
+        } else if let Some(v) = comment.strip_prefix("SHARED:") {
+            h.shared.extend(v.split_whitespace().map(str::to_string));
         } else if let Some(v) = comment.strip_prefix("HOST-ONLY:") {
             h.host_only = Some(v.trim().to_string());
         }
@@ -322,7 +379,7 @@ mod tests {
     #[test]
     fn header_conventions() {
         let h = parse_header(
-            "// EXPECT: fail\n// EXPECT-STDERR: device 99\n// EXPECT-STDERR-BOTH: omptarget message: x\n// ENV: OMP_TARGET_OFFLOAD=disabled\n// ENV: A = b=c\n// CFLAGS: -fopenmp-version=52 -DX\n// LLVM-REF: fails (why)\n// SOURCES: units/b.c\nint main(){}\n",
+            "// EXPECT: fail\n// EXPECT-STDERR: device 99\n// EXPECT-STDERR-BOTH: omptarget message: x\n// ENV: OMP_TARGET_OFFLOAD=disabled\n// ENV: A = b=c\n// CFLAGS: -fopenmp-version=52 -DX\n// LLVM-REF: fails (why)\n// SOURCES: units/b.c\n// SHARED: units/l.c units/m.c\nint main(){}\n",
         );
         assert_eq!(
             h.source_args(Path::new("/p/116_x.c")),
@@ -331,6 +388,14 @@ mod tests {
         assert_eq!(
             h.cflags,
             vec!["-fopenmp-version=52".to_string(), "-DX".to_string()]
+        );
+        assert_eq!(
+            h.shared_sources(Path::new("/p/188_x.c")),
+            vec![PathBuf::from("/p/units/l.c"), PathBuf::from("/p/units/m.c")]
+        );
+        assert_eq!(
+            Header::shared_library_path(Path::new("/t/llvm/188_x"), Path::new("/p/units/l.c")),
+            PathBuf::from("/t/llvm/188_x.l.so")
         );
         assert_eq!(h.llvm_ref_fails.as_deref(), Some("fails (why)"));
         assert_eq!(h.expect_stderr, vec!["device 99".to_string()]);

@@ -45,6 +45,9 @@ pub fn resolve(device_id: i64, loc: &diag::Location) -> Option<Arc<DeviceState>>
     if rt.policy == Policy::Disabled {
         return None;
     }
+    if let Some(ready) = usize::try_from(id).ok().and_then(|id| rt.ready_device(id)) {
+        return Some(ready);
+    }
     if id == rt.num_devices() as i64 {
         // With no device at all, `mandatory` cannot be met on the host (fatal there).
         if let Some(why) = rt.missing_devices() {
@@ -235,7 +238,7 @@ pub unsafe fn target_kernel(
     let Some(device) = resolve(device_id, &loc) else {
         return OFFLOAD_FAIL;
     };
-    let Some((image, kernel, name)) = device.kernel(region_id as usize) else {
+    let Some(bound) = device.kernel(region_id as usize) else {
         failed(
             &loc,
             &format!("device {} has no kernel for target region {region_id:p} (no image compatible with this device?)", device.id),
@@ -276,12 +279,13 @@ pub unsafe fn target_kernel(
         tripcount: args.tripcount,
     };
     debug!(
-        "launch {name} on device {}: {} argument(s)",
+        "launch {} on device {}: {} argument(s)",
+        bound.name,
         device.id,
         values.len()
     );
     // SAFETY: the values follow the kernel's parameter list as clang built it.
-    let launched = unsafe { image.launch(kernel, &values, &config) };
+    let launched = unsafe { bound.image.launch(bound.kernel, &values[..], &config) };
     // The private copies are freed once, after the kernel that used them finished.
     let freed = temporaries
         .into_iter()

@@ -16,8 +16,8 @@
 mod fake_driver;
 
 use super::programs::{
-    compile_source, known_failures, link_undefined, parse_header, sources, stem, Header, Scope,
-    JOBS,
+    build_shared_libraries, compile_source, known_failures, link_undefined, parse_header, sources,
+    stem, Header, Scope, JOBS,
 };
 use crate::cc::Runtime;
 use crate::devicertl;
@@ -175,6 +175,10 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
             .to_string_lossy()
             .trim_start_matches('.')
             .trim_end_matches(".key")
+            // A program's shared libraries: `<program>.<library>.so`.
+            .split('.')
+            .next()
+            .unwrap_or_default()
             .to_string();
         if !current.contains(&name) {
             std::fs::remove_file(entry.path())?;
@@ -318,9 +322,22 @@ fn compile_one(src: &Path, bin: &Path, logs: &Path, runtime: u64) -> Compiled {
     let header = parse_header(&std::fs::read_to_string(src).unwrap_or_default());
     let exe = bin.join(stem(src));
     let log = logs.join(format!("{}.log", stem(src)));
-    let mut args = vec!["-O2".to_string(), format!("--offload-arch={}", arch())];
-    args.extend(header.cflags.iter().cloned());
+    let mut offload = vec![format!("--offload-arch={}", arch())];
+    offload.extend(header.cflags.iter().cloned());
+    let mut args = vec!["-O2".to_string()];
+    args.extend(offload.iter().cloned());
     args.extend(header.source_args(src));
+    // Shared libraries (`// SHARED:`) go beside the binary (`$ORIGIN`), their own offload
+    // images inside.
+    args.extend(
+        header
+            .shared_sources(src)
+            .iter()
+            .map(|lib| Header::shared_library_path(&exe, lib).display().to_string()),
+    );
+    if !header.shared.is_empty() {
+        args.push("-Wl,-rpath,$ORIGIN".into());
+    }
     args.extend(["-o".into(), exe.display().to_string(), "-lm".into()]);
     // Found next to the binaries wherever the suite is copied (LD_LIBRARY_PATH in run.sh too).
     args.push("-Wl,-rpath,$ORIGIN/../lib".into());
@@ -334,6 +351,9 @@ fn compile_one(src: &Path, bin: &Path, logs: &Path, runtime: u64) -> Compiled {
     for file in header.source_args(src) {
         key = fnv1a(key, &std::fs::read(&file).unwrap_or_default());
     }
+    for file in header.shared_sources(src) {
+        key = fnv1a(key, &std::fs::read(&file).unwrap_or_default());
+    }
     let key_file = bin.join(format!(".{}.key", stem(src)));
     let key = format!("{key:016x}");
     if exe.exists() && std::fs::read_to_string(&key_file).is_ok_and(|k| k == key) {
@@ -343,7 +363,8 @@ fn compile_one(src: &Path, bin: &Path, logs: &Path, runtime: u64) -> Compiled {
         };
     }
     let _ = std::fs::remove_file(&key_file);
-    let failure = compile_source(src, Runtime::Ours, &args, &log)
+    let failure = build_shared_libraries(&header, src, &exe, Runtime::Ours, &offload, &log)
+        .and_then(|_| compile_source(src, Runtime::Ours, &args, &log))
         .err()
         .map(|_| {
             let text = std::fs::read_to_string(&log).unwrap_or_default();

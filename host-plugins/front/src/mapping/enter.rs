@@ -1,11 +1,12 @@
 //! Entering: `target data`, `target enter data`, and the map part of a `target` construct.
 
 use super::items::{
-    alignment_padding, dynamic_refs, entry_name, expand, info_to_device, is_partial_struct,
-    item_size, maps_memory, not_mapped, pointer_item, present_missing, zero_copy, MapItem, Step,
+    dynamic_refs, entry_name, expand, info_to_device, is_partial_struct, item_size, maps_memory,
+    not_mapped, pointer_item, present_missing, struct_padding, zero_copy, MapItem, Step,
     FB_NULLIFY, POINTER_SIZE,
 };
 use super::phase::{Phase, Transfer, Undo};
+use super::scratch::Scratch;
 use super::table::{Lookup, MapEntry, MappingTable, ShadowPointer};
 use crate::diag::{self, debug, info};
 use crate::runtime::DeviceState;
@@ -15,16 +16,22 @@ use rustomp_plugin::{AllocKind, ErrorKind, OffloadError, Result};
 use std::ffi::c_void;
 
 /// What the map-entering part of one construct did so far.
-#[derive(Default)]
 pub(super) struct Entering {
     /// Host ranges of the entries this construct created: their `to` data is due, and a pointer
     /// or pointee among them makes an attachment due.
-    pub(super) created: Vec<(usize, usize)>,
+    pub(super) created: Scratch<(usize, usize)>,
     /// Pointer attachments, performed once every item is mapped.
     pub(super) attachments: Vec<Attachment>,
 }
 
 impl Entering {
+    pub(super) fn new() -> Self {
+        Entering {
+            created: Scratch::take(&super::phase::RANGES),
+            attachments: Vec::new(),
+        }
+    }
+
     pub(super) fn created_entry(&self, key: usize) -> bool {
         self.created.iter().any(|&(begin, _)| begin == key)
     }
@@ -141,34 +148,41 @@ pub(super) fn map_one(
                 }
                 return Ok(None);
             }
-            let allocation = match device.backend.alloc(size + padding, AllocKind::Device) {
-                Ok(allocation) => allocation as usize,
-                Err(e) => {
-                    // A device failure, not a broken map clause: LLVM's words, the device's
-                    // error kind (so the policy decides whether it is fatal).
-                    diag::error(&format!(
-                        "device {}: cannot map host address {} ({size} bytes): {e}",
-                        device.id,
-                        Ptr(begin)
-                    ));
-                    return Err(OffloadError::new(e.kind, "Call to getTargetPointer returned null pointer (device failure or illegal mapping)."));
-                }
-            };
-            let device_begin = allocation + padding;
-            table.insert_mapped(
-                MapEntry {
-                    host_begin: begin,
-                    host_end: begin + size,
-                    device_begin,
-                    dynamic_refs: (!hold) as u64,
-                    hold_refs: hold as u64,
-                    infinite: false,
-                    owned: true,
-                    name: item.name as usize,
+            let base = item.base as usize;
+            // A member of a struct whose later members another construct mapped gets its
+            // device copy where the struct's device copy has it (`MappingTable::room_for`).
+            let room = table.room_for(begin, size, base);
+            let (allocation, device_begin) = match room {
+                Some(device_begin) => (device_begin, device_begin),
+                None => match device.backend.alloc(size + padding, AllocKind::Device) {
+                    Ok(allocation) => (allocation as usize, allocation as usize + padding),
+                    Err(e) => {
+                        // A device failure, not a broken map clause: LLVM's words, the device's
+                        // error kind (so the policy decides whether it is fatal).
+                        diag::error(&format!(
+                            "device {}: cannot map host address {} ({size} bytes): {e}",
+                            device.id,
+                            Ptr(begin)
+                        ));
+                        return Err(OffloadError::new(e.kind, "Call to getTargetPointer returned null pointer (device failure or illegal mapping)."));
+                    }
                 },
-                item.base as usize,
-                padding,
-            );
+            };
+            let entry = MapEntry {
+                host_begin: begin,
+                host_end: begin + size,
+                device_begin,
+                dynamic_refs: (!hold) as u64,
+                hold_refs: hold as u64,
+                infinite: false,
+                owned: true,
+                name: item.name as usize,
+            };
+            if room.is_some() {
+                table.insert_in_room(entry, base);
+            } else {
+                table.insert_mapped(entry, base, padding);
+            }
             entering.created.push((begin, begin + size));
             phase.undo.push(Undo::Created(begin));
             info!(
@@ -199,7 +213,7 @@ pub(super) fn map_one(
 
 /// Performs the attachments whose pointer or pointee this construct mapped anew.
 pub(super) fn attach_all(phase: &mut Phase<'_>, table: &mut MappingTable, entering: &Entering) {
-    for a in &entering.attachments {
+    for a in entering.attachments.iter() {
         let due = a.always
             || entering.created_covers(a.pointee_begin)
             || entering.created_covers(a.pointer);
@@ -279,7 +293,7 @@ pub fn begin(
 ) -> Result<()> {
     let steps = expand(items);
     let (mut phase, mut table) = Phase::start(device, steps.iter().map(|s| &s.item));
-    let decided = begin_locked(&mut phase, &mut table, &steps, return_bases);
+    let decided = begin_locked(&mut phase, &mut table, &steps, return_bases, &mut []);
     phase.complete(table, decided, true)
 }
 
@@ -288,9 +302,10 @@ pub(super) fn begin_locked(
     table: &mut MappingTable,
     steps: &[Step],
     mut return_bases: Option<&mut [*mut c_void]>,
+    found: &mut [usize],
 ) -> Result<()> {
     check_present_on_entry(phase.device, table, steps)?;
-    let mut entering = Entering::default();
+    let mut entering = Entering::new();
     for (n, step) in steps.iter().enumerate() {
         let item = &step.item;
         // Private copies are made at launch; non-contiguous descriptors only mean something
@@ -316,7 +331,8 @@ pub(super) fn begin_locked(
                 MapType::OMPX_HOLD | MapType::IMPLICIT | MapType::PRESENT,
             );
             map_one(phase, table, &pointer, update_ref, 0, &mut entering)?;
-            map_one(phase, table, item, true, 0, &mut entering)?;
+            let device_begin = map_one(phase, table, item, true, 0, &mut entering)?;
+            remember(found, step, device_begin);
             // For PTR_AND_OBJ clang's base is the host address of the pointer variable.
             entering.attachments.push(Attachment {
                 pointer: item.base as usize,
@@ -327,11 +343,12 @@ pub(super) fn begin_locked(
             continue;
         }
         let padding = if is_partial_struct(steps, n) {
-            alignment_padding(item)
+            struct_padding(item)
         } else {
             0
         };
         let device_begin = map_one(phase, table, item, update_ref, padding, &mut entering)?;
+        remember(found, step, device_begin);
         if item.kind.contains(MapType::RETURN_PARAM) {
             let Some(bases) = return_bases.as_deref_mut() else {
                 continue;
@@ -352,6 +369,18 @@ pub(super) fn begin_locked(
     }
     attach_all(phase, table, &entering);
     Ok(())
+}
+
+/// Notes where clause item `step` landed for the kernel's arguments (`found[i]`: the device
+/// address of item `i`'s begin), so that they need not look it up again. A zero-length item
+/// nothing maps yet is left to the lookup after the whole list (a later item may map it);
+/// mapper components are not clause items; `found` may be short.
+fn remember(found: &mut [usize], step: &Step, device_begin: Option<usize>) {
+    if let (None, Some(device_begin)) = (step.list, device_begin) {
+        if let Some(slot) = found.get_mut(step.origin) {
+            *slot = device_begin;
+        }
+    }
 }
 
 /// Several map entries for one item in one construct (upstream's direction after LLVM 22):

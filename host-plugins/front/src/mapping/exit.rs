@@ -4,7 +4,8 @@ use super::items::{
     dynamic_refs, expand, item_size, maps_memory, pointer_item, present_missing, zero_copy,
     MapItem, Step,
 };
-use super::phase::Phase;
+use super::phase::{Phase, RANGES};
+use super::scratch::Scratch;
 use super::table::{Lookup, MappingTable};
 use crate::diag;
 use crate::runtime::DeviceState;
@@ -23,14 +24,16 @@ pub(super) fn copy_back_pending(
 ) {
     let entry = table.get(key).expect("looked up");
     let (entry_begin, entry_end) = (entry.host_begin, entry.host_end);
-    let (due, kept): (Vec<_>, Vec<_>) = pending
-        .iter()
-        .partition(|&&(b, n)| entry_begin <= b && b + n <= entry_end);
-    *pending = kept;
-    for (begin, size) in due {
-        let device_address = table.get(key).expect("looked up").device_address(begin);
-        phase.copy_from(table, key, begin, device_address, size);
-    }
+    // In the construct's order (`retain` visits each once, in order), the others kept in theirs.
+    pending.retain(|&(begin, size)| {
+        if entry_begin <= begin && begin + size <= entry_end {
+            let device_address = table.get(key).expect("looked up").device_address(begin);
+            phase.copy_from(table, key, begin, device_address, size);
+            false
+        } else {
+            true
+        }
+    });
 }
 
 /// Removes one reference; copies back (unless `copy_back` is off) and removes the entry when
@@ -137,6 +140,9 @@ pub fn release(device: &DeviceState, items: &[MapItem]) -> Result<()> {
 }
 
 pub(super) fn leave(device: &DeviceState, items: &[MapItem], copy_back: bool) -> Result<()> {
+    if items.is_empty() {
+        return Ok(()); // nothing mapped: no phase, no lock
+    }
     let steps = expand(items);
     let (mut phase, mut table) = Phase::start(device, steps.iter().map(|s| &s.item));
     let decided = end_locked(&mut phase, &mut table, &steps, copy_back);
@@ -149,12 +155,14 @@ pub(super) fn end_locked(
     steps: &[Step],
     copy_back: bool,
 ) -> Result<()> {
-    let mut pending_from: Vec<(usize, usize)> = steps
-        .iter()
-        .map(|s| &s.item)
-        .filter(|item| item.kind.contains(MapType::FROM) && maps_memory(item) && item.size > 0)
-        .map(|item| (item.begin as usize, item_size(item)))
-        .collect();
+    let mut pending_from = Scratch::take(&RANGES);
+    pending_from.extend(
+        steps
+            .iter()
+            .map(|s| &s.item)
+            .filter(|item| item.kind.contains(MapType::FROM) && maps_memory(item) && item.size > 0)
+            .map(|item| (item.begin as usize, item_size(item))),
+    );
     for step in steps.iter().rev() {
         let item = &step.item;
         let skipped = MapType::LITERAL | MapType::PRIVATE | MapType::ATTACH | MapType::NON_CONTIG;

@@ -1,6 +1,7 @@
 //! Map items as clang passes them, user-defined mappers replaced by their components, and
 //! the helpers every phase shares (sizes, names, LLVM's info lines and messages).
 
+use super::scratch::{pool, Scratch};
 use super::table::{MapEntry, MappingTable};
 use crate::diag::{self, debug};
 use crate::runtime::DeviceState;
@@ -22,9 +23,14 @@ pub struct MapItem {
     pub name: *const c_char,
 }
 
-/// The arrays clang passes, gathered into items.
+/// The arrays clang passes, gathered into items (a list reused by the thread's constructs).
 pub struct MapList {
-    pub items: Vec<MapItem>,
+    pub items: Scratch<MapItem>,
+}
+
+pool! {
+    ITEMS: MapItem;
+    STEPS: Step;
 }
 
 /// `void mapper(void *handle, void *base, void *begin, int64_t size, int64_t type, void *name)`
@@ -67,7 +73,8 @@ impl MapList {
         names: *const *const c_char,
         mappers: *mut *mut c_void,
     ) -> Self {
-        let mut items = Vec::with_capacity(count.max(0) as usize);
+        let mut items = Scratch::take(&ITEMS);
+        items.reserve(count.max(0) as usize);
         for i in 0..count.max(0) as usize {
             // SAFETY: guaranteed by the caller.
             unsafe {
@@ -110,8 +117,9 @@ pub(super) struct Step {
 /// Nested mappers are called by the generated mapper itself, so components carry no mapper.
 /// Ending a construct walks this list backwards, which is LLVM's order: clause items last to
 /// first, each mapper's components last to first.
-pub(super) fn expand(items: &[MapItem]) -> Vec<Step> {
-    let mut steps = Vec::with_capacity(items.len());
+pub(super) fn expand(items: &[MapItem]) -> Scratch<Step> {
+    let mut steps = Scratch::take(&STEPS);
+    steps.reserve(items.len());
     for (origin, item) in items.iter().enumerate() {
         if item.mapper.is_null() {
             steps.push(Step {
@@ -271,6 +279,19 @@ pub(super) fn is_partial_struct(steps: &[Step], n: usize) -> bool {
         && steps.get(n + 1).is_some_and(|next| {
             next.list == step.list && next.item.kind.member_of() == Some(step.index)
         })
+}
+
+/// Where the device allocation of a struct mapped member by member starts, in bytes before
+/// its first mapped member: at the struct's beginning (its base), so that members mapped later
+/// by other constructs find room at their offsets (`MappingTable::room_for`), unless that is
+/// more than `STRUCT_ROOM` bytes away; then only as far back as keeps the alignment the host
+/// copy has (up to 16 bytes), so members keep their alignment.
+pub(super) fn struct_padding(item: &MapItem) -> usize {
+    let (base, begin) = (item.base as usize, item.begin as usize);
+    match begin.checked_sub(base) {
+        Some(room) if room <= super::table::STRUCT_ROOM => room,
+        _ => alignment_padding(item),
+    }
 }
 
 /// Padding that gives a struct's device copy the alignment its host copy has (up to 16 bytes),

@@ -4,6 +4,7 @@
 use super::enter::begin_locked;
 use super::items::{expand, info_to_device, item_size, MapItem, LAMBDA_CAPTURE, POINTER_SIZE};
 use super::phase::{free_device, Phase, Transfer};
+use super::scratch::{pool, Scratch};
 use super::table::{Lookup, MappingTable};
 use crate::diag::{self, debug};
 use crate::runtime::DeviceState;
@@ -14,21 +15,38 @@ use std::ffi::{c_char, c_void};
 /// What a kernel launch needs from the map clauses: the argument values and the private
 /// buffers to free after it.
 pub struct LaunchArguments {
-    pub values: Vec<*mut c_void>,
+    pub values: Scratch<*mut c_void>,
     pub temporaries: Vec<usize>,
+}
+
+pool! {
+    VALUES: *mut c_void;
+}
+
+impl LaunchArguments {
+    fn new() -> Self {
+        LaunchArguments {
+            values: Scratch::take(&VALUES),
+            temporaries: Vec::new(),
+        }
+    }
 }
 
 /// The map part of a `target` construct followed by the kernel's argument values, under one
 /// hold of the table lock (no other thread can unmap what the arguments point at in between).
 pub fn enter_for_launch(device: &DeviceState, items: &[MapItem]) -> Result<LaunchArguments> {
+    if items.is_empty() {
+        // Nothing to map, nothing to pass: no phase, no lock.
+        return Ok(LaunchArguments::new());
+    }
     let steps = expand(items);
     let (mut phase, mut table) = Phase::start(device, steps.iter().map(|s| &s.item).chain(items));
-    let mut arguments = LaunchArguments {
-        values: Vec::new(),
-        temporaries: Vec::new(),
-    };
-    let decided = begin_locked(&mut phase, &mut table, &steps, None)
-        .and_then(|()| kernel_arguments(&mut phase, &table, items, &mut arguments));
+    let mut arguments = LaunchArguments::new();
+    // Where each clause item landed, as the entering phase found it (`NOT_FOUND`: ask the table).
+    let mut found = [NOT_FOUND; 32];
+    let found = &mut found[..items.len().min(32)];
+    let decided = begin_locked(&mut phase, &mut table, &steps, None, found)
+        .and_then(|()| kernel_arguments(&mut phase, &table, items, found, &mut arguments));
     let result = phase.complete(table, decided, true);
     if result.is_err() {
         // The private copies go with the construct; the first failure is the one reported.
@@ -39,19 +57,23 @@ pub fn enter_for_launch(device: &DeviceState, items: &[MapItem]) -> Result<Launc
     result.map(|()| arguments)
 }
 
+/// An item the entering phase did not map (or beyond the first 32).
+const NOT_FOUND: usize = usize::MAX;
+
 /// The kernel's argument values for the `TARGET_PARAM` items of the clause list (mappers are
-/// not expanded: a mapped item's argument is its own device address).
+/// not expanded: a mapped item's argument is its own device address); `found` holds where the
+/// entering phase mapped them, [`NOT_FOUND`] where it did not say.
 pub(super) fn kernel_arguments(
     phase: &mut Phase<'_>,
     table: &MappingTable,
     items: &[MapItem],
+    found: &[usize],
     out: &mut LaunchArguments,
 ) -> Result<()> {
-    let mut positions: Vec<Option<usize>> = vec![None; items.len()];
     for (i, item) in items.iter().enumerate() {
         if !item.kind.contains(MapType::TARGET_PARAM) {
             if item.kind.contains(LAMBDA_CAPTURE) {
-                fix_lambda_capture(phase, table, items, item, &positions, &out.values);
+                fix_lambda_capture(phase, table, &items[..i], item, &out.values);
             }
             continue;
         }
@@ -69,16 +91,19 @@ pub(super) fn kernel_arguments(
             } else {
                 base
             };
-            let device_begin = match table.lookup(begin, size) {
-                Lookup::Contained(key) | Lookup::PartialOverlap(key) => {
-                    table.get(key).expect("looked up").device_address(begin)
-                }
-                // Not mapped: the pointer keeps its host value (OpenMP 5.2 firstprivate rules).
-                Lookup::Absent => begin,
+            let device_begin = match found.get(i) {
+                Some(&known) if known != NOT_FOUND => known,
+                _ => match table.lookup(begin, size) {
+                    Lookup::Contained(key) | Lookup::PartialOverlap(key) => {
+                        table.get(key).expect("looked up").device_address(begin)
+                    }
+                    // Not mapped: the pointer keeps its host value (OpenMP 5.2 firstprivate
+                    // rules).
+                    Lookup::Absent => begin,
+                },
             };
             device_begin.wrapping_add(host_base.wrapping_sub(begin))
         };
-        positions[i] = Some(out.values.len());
         out.values.push(value as *mut c_void);
     }
     Ok(())
@@ -134,22 +159,32 @@ pub(super) fn private_argument(
 
 /// A lambda captured a variable by reference: its device copy must refer to the variable's
 /// device copy. Clang's item: base = the capture field in the host lambda, begin = the
-/// captured variable, MEMBER_OF = the lambda's own item.
+/// captured variable, MEMBER_OF = the lambda's own item. `before`: the clause items before
+/// this one, whose arguments are in `values` (one per `TARGET_PARAM` item, in order).
 pub(super) fn fix_lambda_capture(
     phase: &mut Phase<'_>,
     table: &MappingTable,
-    items: &[MapItem],
+    before: &[MapItem],
     item: &MapItem,
-    positions: &[Option<usize>],
     values: &[*mut c_void],
 ) {
     let Some(parent) = item.kind.member_of() else {
         return;
     };
-    let (Some(Some(position)), Some(lambda)) = (positions.get(parent), items.get(parent)) else {
+    let Some(lambda) = before.get(parent) else {
+        return; // not an argument yet
+    };
+    if !lambda.kind.contains(MapType::TARGET_PARAM) {
+        return;
+    }
+    let position = before[..parent]
+        .iter()
+        .filter(|i| i.kind.contains(MapType::TARGET_PARAM))
+        .count();
+    let Some(&device_lambda) = values.get(position) else {
         return;
     };
-    let device_lambda = values[*position] as usize;
+    let device_lambda = device_lambda as usize;
     let field =
         device_lambda.wrapping_add((item.base as usize).wrapping_sub(lambda.begin as usize));
     let captured = item.begin as usize;

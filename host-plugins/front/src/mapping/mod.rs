@@ -26,6 +26,7 @@ mod exit;
 mod items;
 mod launch;
 mod phase;
+mod scratch;
 pub mod table;
 mod update;
 

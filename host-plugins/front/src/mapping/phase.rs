@@ -5,15 +5,22 @@ use super::items::{
     entry_name, info_from_device, info_to_device, item_size, non_contiguous_dims,
     non_contiguous_pieces, MapItem, POINTER_SIZE,
 };
+use super::scratch::{pool, KEPT_CAPACITY};
 use super::table::{MappingTable, ShadowPointer};
 use crate::diag::{self, debug, info};
 use crate::runtime::DeviceState;
 use diag::Ptr;
 use rustomp_abi::MapType;
 use rustomp_plugin::{AllocKind, Device, Result};
+use std::cell::Cell;
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::MutexGuard;
+
+/// The most bytes a phase copies while it holds the table lock, on a device whose memory is
+/// the host's (a memcpy of 4 KiB takes about as long as taking the lock again); more are copied
+/// outside it, their ranges busy, so other threads' constructs go on meanwhile.
+const IN_PLACE_BYTES: usize = 4096;
 
 /// Numbers the phases of constructs: the owner of their busy ranges.
 pub(super) static NEXT_PHASE: AtomicU64 = AtomicU64::new(1);
@@ -131,6 +138,58 @@ pub(super) struct Phase<'d> {
     pub(super) frees: Vec<usize>,
 }
 
+pool! {
+    RANGES: (usize, usize);
+}
+
+/// The lists of a phase, kept by its thread for the next one (one thread-local access for the
+/// three, see `scratch.rs`).
+#[derive(Default)]
+struct PhaseLists {
+    transfers: Vec<Transfer>,
+    undo: Vec<Undo>,
+    frees: Vec<usize>,
+}
+
+thread_local! {
+    static SPARE_LISTS: Cell<PhaseLists> = const {
+        Cell::new(PhaseLists {
+            transfers: Vec::new(),
+            undo: Vec::new(),
+            frees: Vec::new(),
+        })
+    };
+}
+
+impl Drop for Phase<'_> {
+    /// The lists go back to the thread, emptied, unless one grew long (then all three go).
+    fn drop(&mut self) {
+        let (transfers, undo, frees) = (
+            std::mem::take(&mut self.transfers),
+            std::mem::take(&mut self.undo),
+            std::mem::take(&mut self.frees),
+        );
+        if transfers
+            .capacity()
+            .max(undo.capacity())
+            .max(frees.capacity())
+            > KEPT_CAPACITY
+        {
+            return;
+        }
+        let mut lists = PhaseLists {
+            transfers,
+            undo,
+            frees,
+        };
+        lists.transfers.clear();
+        lists.undo.clear();
+        lists.frees.clear();
+        // A nested construct's phase may have given its lists back meanwhile: they go.
+        let _ = SPARE_LISTS.try_with(|spare| spare.set(lists));
+    }
+}
+
 impl<'d> Phase<'d> {
     /// A new phase and the device's table, once no other phase has copies in flight for what
     /// `items` touch. A phase waits only while it holds nothing busy itself: no deadlock.
@@ -143,13 +202,14 @@ impl<'d> Phase<'d> {
         while table.has_busy() && items.clone().any(|item| touches_busy(&table, item, owner)) {
             table = device.wait_for_transfers(table);
         }
+        let lists = SPARE_LISTS.try_with(Cell::take).unwrap_or_default();
         (
             Self {
                 device,
                 owner,
-                transfers: Vec::new(),
-                undo: Vec::new(),
-                frees: Vec::new(),
+                transfers: lists.transfers,
+                undo: lists.undo,
+                frees: lists.frees,
             },
             table,
         )
@@ -223,7 +283,15 @@ impl<'d> Phase<'d> {
             self.undo(&mut table);
         }
         let mut copied = Ok(());
-        if !self.transfers.is_empty() {
+        if !self.transfers.is_empty() && self.copies_in_place() {
+            // A few bytes copied by memcpy (the CPU plugin): cheaper under the lock than a
+            // second round through it; nobody saw the busy marks, which end below.
+            let backend = &*self.device.backend;
+            copied = self.transfers.iter().try_for_each(|t| t.perform(backend));
+            if copied.is_err() && undo_on_failure {
+                self.undo(&mut table);
+            }
+        } else if !self.transfers.is_empty() {
             drop(table);
             let backend = &*self.device.backend;
             copied = self.transfers.iter().try_for_each(|t| t.perform(backend));
@@ -244,6 +312,23 @@ impl<'d> Phase<'d> {
         decided.and(copied).and(freed)
     }
 
+    /// Whether this phase's copies are small host memcpys (a device whose memory is the
+    /// host's, at most [`IN_PLACE_BYTES`] in all), done without releasing the table lock.
+    fn copies_in_place(&self) -> bool {
+        if !self.device.backend.shares_host_memory() {
+            return false;
+        }
+        let mut bytes = 0usize;
+        self.transfers.iter().all(|t| {
+            bytes += match t {
+                Transfer::ToDevice { size, shadows, .. }
+                | Transfer::FromDevice { size, shadows, .. } => size + shadows.len() * POINTER_SIZE,
+                Transfer::Pointer { .. } => POINTER_SIZE,
+            };
+            bytes <= IN_PLACE_BYTES
+        })
+    }
+
     /// Removes the entry at `key` (LLVM's 0x8 line gives `size`, the item's, else the entry's);
     /// its device memory, if the runtime allocated it, goes to the phase's frees.
     pub(super) fn remove_entry(
@@ -252,7 +337,7 @@ impl<'d> Phase<'d> {
         key: usize,
         size: Option<usize>,
     ) {
-        let Some((entry, allocation)) = table.remove_with_allocation(key) else {
+        let Some((entry, allocation)) = table.remove_releasing(key) else {
             return;
         };
         info!(
@@ -264,7 +349,9 @@ impl<'d> Phase<'d> {
             size.unwrap_or(entry.host_end - entry.host_begin),
             diag::map_name(entry.name as *const c_char)
         );
-        if entry.owned {
+        // An allocation other entries still use (a struct's, see `MappingTable::room_for`)
+        // goes with the last of them.
+        if let (true, Some(allocation)) = (entry.owned, allocation) {
             self.frees.push(allocation);
         }
     }

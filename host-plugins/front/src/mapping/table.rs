@@ -12,8 +12,19 @@
 //! `[base, begin)` still finds the entry, as OpenMP's pointer initialization requires) and the
 //! attached pointers inside it ([`ShadowPointer`]), so copies of the whole object never replace
 //! a host pointer by a device address or a device pointer by a host address.
+//!
+//! A struct mapped member by member gets a device allocation that starts at the struct's
+//! beginning (up to [`STRUCT_ROOM`] bytes before the first mapped member), so that a member of
+//! the same struct mapped later by another construct gets its device copy at the same offset
+//! from the struct's device copy ([`MappingTable::room_for`]): a region that maps one member
+//! and uses the others through the struct finds all of them where it looks. Such an entry shares
+//! its allocation, which goes only with the last entry using it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+/// The most bytes a partially mapped struct's device allocation reaches back before its first
+/// mapped member, to the struct's beginning (beyond that, only the alignment padding).
+pub const STRUCT_ROOM: usize = 64 * 1024;
 
 /// One mapped host range `[host_begin, host_end)` and its device copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +114,8 @@ pub enum Lookup {
 struct Record {
     entry: MapEntry,
     host_base: usize,
-    /// Bytes the device allocation starts before `entry.device_begin` (alignment padding).
+    /// Bytes the device allocation starts before `entry.device_begin` (alignment padding, the
+    /// room of a partially mapped struct, or where this entry lies in a shared allocation).
     padding: usize,
     shadows: Vec<ShadowPointer>,
 }
@@ -121,6 +133,9 @@ pub struct MappingTable {
     records: BTreeMap<usize, Record>,
     /// Few at a time (one per entry with copies in flight): a list beats a tree here.
     busy: Vec<BusyRange>,
+    /// Allocations that several entries share ([`room_for`](Self::room_for)): how many entries
+    /// use each (two or more; an allocation of one entry is not listed).
+    shared: HashMap<usize, usize>,
 }
 
 impl MappingTable {
@@ -139,7 +154,9 @@ impl MappingTable {
     pub fn lookup(&self, begin: usize, size: usize) -> Lookup {
         let end = begin.saturating_add(size);
         let below = self.records.range(..=begin).next_back();
-        let above = self.records.range(begin.saturating_add(1)..).next();
+        // Asked for only when the entry below does not answer (a present item is found with
+        // one search).
+        let above = || self.records.range(begin.saturating_add(1)..).next();
         if size == 0 {
             if let Some((&key, record)) = below {
                 let entry = &record.entry;
@@ -149,7 +166,7 @@ impl MappingTable {
                 }
             }
             // A pointer to the base of a section mapped further on (`p` for `p[3:2]`).
-            return match above {
+            return match above() {
                 Some((&key, record)) if begin >= record.host_base => Lookup::Contained(key),
                 _ => Lookup::Absent,
             };
@@ -163,7 +180,7 @@ impl MappingTable {
                 };
             }
         }
-        match above {
+        match above() {
             Some((&key, _)) if key < end => Lookup::PartialOverlap(key),
             _ => Lookup::Absent,
         }
@@ -213,10 +230,71 @@ impl MappingTable {
     /// Removes an entry together with its attached pointers; also returns where its device
     /// allocation starts.
     pub fn remove_with_allocation(&mut self, key: usize) -> Option<(MapEntry, usize)> {
-        self.records.remove(&key).map(|r| {
-            let allocation = r.entry.device_begin - r.padding;
-            (r.entry, allocation)
-        })
+        self.take(key)
+            .map(|(entry, allocation, _)| (entry, allocation))
+    }
+
+    /// Removes an entry together with its attached pointers; also returns its device allocation
+    /// when no other entry uses it (the memory to free), else `None`.
+    pub fn remove_releasing(&mut self, key: usize) -> Option<(MapEntry, Option<usize>)> {
+        self.take(key)
+            .map(|(entry, allocation, last)| (entry, last.then_some(allocation)))
+    }
+
+    /// The removed entry, where its allocation starts, and whether it was the allocation's last
+    /// user.
+    fn take(&mut self, key: usize) -> Option<(MapEntry, usize, bool)> {
+        let r = self.records.remove(&key)?;
+        let allocation = r.entry.device_begin - r.padding;
+        let last = match self.shared.get_mut(&allocation) {
+            Some(users) if *users > 2 => {
+                *users -= 1;
+                false
+            }
+            Some(_) => {
+                self.shared.remove(&allocation);
+                false
+            }
+            None => true,
+        };
+        Some((r.entry, allocation, last))
+    }
+
+    /// Device memory for `[begin, begin + size)`, a part of the struct at `host_base` that no
+    /// entry maps, inside the allocation of an entry mapping a later part of the same struct:
+    /// the device address of `begin` at the same offset from the struct's device copy as on the
+    /// host. `None` when no such entry has room there (or the range is mapped).
+    pub fn room_for(&self, begin: usize, size: usize, host_base: usize) -> Option<usize> {
+        let end = begin.checked_add(size)?;
+        let (&key, record) = self.records.range(begin..).next()?;
+        let entry = &record.entry;
+        let reaches = key - record.padding;
+        let fits = !entry.infinite
+            && entry.owned
+            && record.host_base == host_base
+            && reaches <= begin
+            && end <= key
+            && self
+                .records
+                .range(..begin)
+                .next_back()
+                .is_none_or(|(_, below)| below.entry.host_end <= begin);
+        fits.then(|| entry.device_begin - (key - begin))
+    }
+
+    /// Adds an entry at `device_begin`, inside the allocation [`room_for`](Self::room_for)
+    /// found; that allocation now goes with the last of the entries using it.
+    pub fn insert_in_room(&mut self, entry: MapEntry, host_base: usize) {
+        let (&key, above) = self
+            .records
+            .range(entry.host_end..)
+            .next()
+            .expect("room_for found an entry above");
+        let allocation = above.entry.device_begin - above.padding;
+        let padding = entry.device_begin - allocation;
+        debug_assert!(key - above.padding <= entry.host_begin);
+        *self.shared.entry(allocation).or_insert(1) += 1;
+        self.insert_mapped(entry, host_base, padding);
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &MapEntry> {
@@ -442,6 +520,74 @@ mod tests {
             Some((entry(108, 200), 108 + 0x1000_0000 - 8))
         );
         assert!(table.is_empty());
+    }
+
+    #[test]
+    fn members_before_a_partial_struct_share_its_allocation() {
+        // struct at 1000: members [1024, 1032) mapped with the room back to the struct (24).
+        let mut table = MappingTable::new();
+        let outer = MapEntry {
+            device_begin: 0x9000 + 24,
+            ..entry(1024, 1032)
+        };
+        table.insert_mapped(outer, 1000, 24);
+        // Another struct's member, a mapped range, a range past the room: no room.
+        assert_eq!(table.room_for(1000, 4, 2000), None);
+        assert_eq!(table.room_for(1020, 8, 1000), None);
+        assert_eq!(table.room_for(996, 4, 1000), None);
+        // The struct's first member: at the same offset on the device.
+        assert_eq!(table.room_for(1000, 4, 1000), Some(0x9000));
+        table.insert_in_room(
+            MapEntry {
+                device_begin: 0x9000,
+                ..entry(1000, 1004)
+            },
+            1000,
+        );
+        assert_eq!(table.lookup(1000, 4), Lookup::Contained(1000));
+        // A member between the two: still room, below the first entry's end it is mapped.
+        assert_eq!(table.room_for(1002, 4, 1000), None);
+        assert_eq!(table.room_for(1008, 8, 1000), Some(0x9008));
+        table.insert_in_room(
+            MapEntry {
+                device_begin: 0x9008,
+                ..entry(1008, 1016)
+            },
+            1000,
+        );
+        // The allocation goes with the last of its three entries, whichever order they leave.
+        assert_eq!(
+            table.remove_releasing(1024).map(|(_, free)| free),
+            Some(None)
+        );
+        assert_eq!(
+            table.remove_releasing(1000).map(|(_, free)| free),
+            Some(None)
+        );
+        // The allocation lives on with its last entry, room before it included.
+        assert_eq!(table.room_for(1004, 4, 1000), Some(0x9004));
+        assert_eq!(
+            table.remove_releasing(1008).map(|(_, free)| free),
+            Some(Some(0x9000))
+        );
+        assert!(table.shared.is_empty());
+        // An entry alone frees its allocation at once.
+        table.insert_mapped(entry(1024, 1032), 1000, 0);
+        assert_eq!(
+            table
+                .remove_releasing(1024)
+                .map(|(e, free)| (e.host_begin, free)),
+            Some((1024, Some(1024 + 0x1000_0000)))
+        );
+    }
+
+    #[test]
+    fn no_room_in_entries_the_runtime_did_not_allocate() {
+        let mut table = MappingTable::new();
+        let mut global = entry(1024, 1032);
+        global.owned = false;
+        table.insert_mapped(global, 1000, 24);
+        assert_eq!(table.room_for(1000, 4, 1000), None);
     }
 
     #[test]

@@ -17,7 +17,37 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// A target region's kernel on one device: its image, entry point and name.
-pub type BoundKernel = (Arc<dyn LoadedImage>, KernelHandle, Arc<str>);
+pub struct Bound {
+    pub image: Arc<dyn LoadedImage>,
+    pub kernel: KernelHandle,
+    pub name: Arc<str>,
+}
+
+/// What a construct holds while it runs: one reference count for the three.
+pub type BoundKernel = Arc<Bound>;
+
+/// Hashes a region id (a host address, unique in the process) with one multiplication: the
+/// kernel table is read on every construct, where SipHash's rounds cost more than the rest of
+/// the lookup. No key comes from outside the program's own registration.
+#[derive(Default, Clone, Copy)]
+pub(super) struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        // Fibonacci hashing: the high bits, which hashbrown uses, mix every bit of the address.
+        self.0 = (n as u64 ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type AddressMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<AddressHasher>>;
 
 pub struct DeviceState {
     pub id: usize,
@@ -35,7 +65,7 @@ pub struct DeviceState {
 #[derive(Default)]
 pub(super) struct DeviceImages {
     per_library: Vec<LoadedLibrary>,
-    kernels: HashMap<usize, BoundKernel>,
+    kernels: AddressMap<BoundKernel>,
 }
 
 struct LoadedLibrary {
@@ -44,6 +74,31 @@ struct LoadedLibrary {
     kernels: Vec<usize>,
     globals: Vec<usize>,
     destructors: Vec<KernelHandle>,
+    /// The `{host, device}` pairs of its `declare target indirect` functions and vtables.
+    indirect: Vec<FptrMapEntry>,
+}
+
+impl DeviceImages {
+    /// The device's indirect-call table: the pairs of every library loaded on it, so a
+    /// function pointer of one (a shared library's function) is translated in the device code
+    /// of another (the program's region), as a pointer of the image's own library is.
+    fn indirect_table(&self, more: &[FptrMapEntry]) -> IndirectTable {
+        let pairs = self.per_library.iter().flat_map(|l| l.indirect.iter());
+        IndirectTable::new(pairs.chain(more).copied().collect())
+    }
+
+    /// Publishes the device's table to every loaded image (after libraries came or went).
+    fn publish_indirect_table(&self, device: usize) -> Result<()> {
+        let table = self.indirect_table(&[]);
+        debug!(
+            "device {device}: indirect-call table of {} pairs for {} image(s)",
+            table.len(),
+            self.per_library.len()
+        );
+        self.per_library
+            .iter()
+            .try_for_each(|l| l.image.set_indirect_table(&table))
+    }
 }
 
 impl DeviceState {
@@ -120,6 +175,7 @@ impl DeviceState {
                 ));
             }
         }
+        let before = images.per_library.len();
         for library in libraries.iter() {
             if images.per_library.iter().any(|l| l.library == library.id) {
                 continue;
@@ -153,6 +209,12 @@ impl DeviceState {
             let loaded = self.bind_entries(&mut images, library, image, requires_usm)?;
             images.per_library.push(loaded);
         }
+        // The images loaded before learn the new libraries' functions (each new image got the
+        // table as it stood when it was bound).
+        let translating = images.per_library.iter().any(|l| !l.indirect.is_empty());
+        if images.per_library.len() > before && images.per_library.len() > 1 && translating {
+            images.publish_indirect_table(self.id)?;
+        }
         self.loaded_generation.store(generation, Ordering::Release);
         Ok(())
     }
@@ -171,6 +233,7 @@ impl DeviceState {
             kernels: vec![],
             globals: vec![],
             destructors: vec![],
+            indirect: vec![],
         };
         let mut indirect = Vec::new();
         let mut constructors = Vec::new();
@@ -248,9 +311,14 @@ impl DeviceState {
                 } else if flags.contains(EntryFlags::CTOR_OR_ENTER) {
                     constructors.push(kernel);
                 } else {
-                    images
-                        .kernels
-                        .insert(entry.address as usize, (image.clone(), kernel, name.into()));
+                    images.kernels.insert(
+                        entry.address as usize,
+                        Arc::new(Bound {
+                            image: image.clone(),
+                            kernel,
+                            name: name.into(),
+                        }),
+                    );
                     loaded.kernels.push(entry.address as usize);
                 }
             } else {
@@ -279,7 +347,8 @@ impl DeviceState {
             }
         }
         drop(table);
-        image.set_indirect_table(&IndirectTable::new(indirect))?;
+        image.set_indirect_table(&images.indirect_table(&indirect))?;
+        loaded.indirect = indirect;
         for ctor in constructors {
             // SAFETY: constructor entries take no arguments besides the launch environment.
             unsafe { image.launch(ctor, &[], &ONE_THREAD)? };
@@ -299,6 +368,7 @@ impl DeviceState {
             .into_iter()
             .partition(|l| l.library == library);
         images.per_library = kept;
+        let translated = gone.iter().any(|l| !l.indirect.is_empty());
         for unloaded in gone {
             for dtor in &unloaded.destructors {
                 // SAFETY: destructor entries take no arguments besides the launch env.
@@ -311,6 +381,13 @@ impl DeviceState {
             }
             for global in unloaded.globals {
                 table.remove(global);
+            }
+        }
+        drop(table);
+        // The other images stop translating the unloaded library's functions.
+        if translated && !images.per_library.is_empty() {
+            if let Err(e) = images.publish_indirect_table(self.id) {
+                debug!("device {}: indirect-call table at unload: {e}", self.id);
             }
         }
     }

@@ -258,6 +258,17 @@ impl Runtime {
             .and_then(|state| state.as_ref().ok().cloned())
     }
 
+    /// Device `id` when it is open and has every registered image loaded (what a construct
+    /// finds but on its first visit): one read of the device list, nothing cloned but the
+    /// device itself. `None` sends the caller to [`device`](Self::device).
+    pub fn ready_device(&self, id: usize) -> Option<Arc<DeviceState>> {
+        let slots = self.slots();
+        let state = slots.get(id)?.state.get()?.as_ref().ok()?;
+        state
+            .loaded(self.generation.load(Ordering::Acquire))
+            .then(|| state.clone())
+    }
+
     /// The device, opened and with every registered library's images loaded.
     pub fn device(&self, id: usize) -> Result<Arc<DeviceState>> {
         let (slot, total) = {

@@ -18,10 +18,11 @@ use rustomp_abi::{symbols, DeviceEnvironment};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// The environment published to the image and the memory behind its indirect table.
+/// The environment published to the image and the memory behind its indirect tables (the
+/// latest, and those it replaced: a kernel another thread launched may still read one).
 pub(super) struct Published<B: Backend> {
     pub(super) environment: DeviceEnvironment,
-    pub(super) table: Option<Allocation<B>>,
+    pub(super) tables: Vec<Allocation<B>>,
 }
 
 /// The device `printf` buffer's header: `u32 cursor`, `u32 truncated`, then the text.
@@ -94,7 +95,7 @@ impl<B: Backend> GenericImage<B> {
             declared_parameters,
             published: Mutex::new(Published {
                 environment: core.environment,
-                table: None,
+                tables: Vec::new(),
             }),
         };
         loaded.write_global(
@@ -288,8 +289,9 @@ impl<B: Backend> LoadedImage for GenericImage<B> {
                 memory.address
             ),
         );
-        // The previous table (if any) is freed only now that nothing points at it.
-        published.table = Some(memory);
+        // A previous table (the front publishes again when another library's image is loaded
+        // on the device) is freed with the image: a running kernel may still read it.
+        published.tables.push(memory);
         Ok(())
     }
 }
