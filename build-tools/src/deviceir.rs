@@ -137,6 +137,64 @@ pub fn check_plugin_globals(ll: &str, names: &[&str]) -> std::result::Result<(),
     }
 }
 
+/// amdgcn: every indirect call in `__kmpc_parallel_60` goes through the result of
+/// `__rustomp_opaque_code_ptr`. Otherwise amdgcn's closed-world link-time optimization turns
+/// each of its call sites (one per argument count) into direct calls of every outlined region
+/// of that arity and inlines them all: probe 03_reductions' device link at -O2 then spent more
+/// than 15 minutes in one 112k-line function.
+pub fn check_region_calls_opaque(ll: &str) -> std::result::Result<(), String> {
+    const FUNCTION: &str = "__kmpc_parallel_60";
+    const OPAQUE: &str = "@__rustomp_opaque_code_ptr(";
+    let header = format!("@{FUNCTION}(");
+    let body: Vec<&str> = ll
+        .lines()
+        .skip_while(|l| !(l.starts_with("define ") && l.contains(&header)))
+        .take_while(|l| *l != "}")
+        .collect();
+    if body.is_empty() {
+        return Err(format!("{FUNCTION} is not defined"));
+    }
+    let opaque: BTreeSet<&str> = body
+        .iter()
+        .filter(|l| l.contains(OPAQUE))
+        .filter_map(|l| l.trim_start().split(" = ").next())
+        .collect();
+    let mut calls = 0;
+    let mut bad = BTreeSet::new();
+    for line in &body {
+        // `call <type> %callee(`: an indirect call (a direct one names `@callee`); the callee
+        // is the first token after `call` that opens the argument list.
+        let mut tokens = line.split_whitespace().skip_while(|tok| *tok != "call");
+        if tokens.next().is_none() {
+            continue;
+        }
+        let Some(callee) = tokens
+            .find(|tok| tok.contains('('))
+            .and_then(|tok| tok.split('(').next())
+            .filter(|callee| callee.starts_with('%'))
+        else {
+            continue;
+        };
+        calls += 1;
+        if !opaque.contains(callee) {
+            bad.insert(callee.to_string());
+        }
+    }
+    if calls == 0 {
+        return Err(format!(
+            "{FUNCTION} calls no region through a pointer (has the call moved?)"
+        ));
+    }
+    if !bad.is_empty() {
+        return Err(format!(
+            "{FUNCTION} calls the region through {} without __rustomp_opaque_code_ptr \
+             (arch::opaque_code_ptr): amdgcn's link-time optimization would inline every outlined region into it",
+            bad.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    Ok(())
+}
+
 /// Whether `text` refers to the global `@name` (not merely to one whose name starts with it).
 fn mentions(text: &str, name: &str) -> bool {
     let needle = format!("@{name}");
@@ -149,6 +207,29 @@ fn mentions(text: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const PARALLEL_60: &str = "define void @__kmpc_parallel_60(ptr %fn_ptr) {\n\
+        start:\n  %f = tail call noundef ptr @__rustomp_opaque_code_ptr(ptr noundef %fn_ptr) #52\n\
+          call void @llvm.assume(i1 true)\n\
+          call void %f(ptr noundef %g, ptr noundef %b) #52\n\
+          tail call void %f(ptr noundef %g, ptr noundef %b, ptr %a) #52\n  ret void\n}\n";
+
+    #[test]
+    fn region_calls_go_through_the_opaque_pointer() {
+        assert_eq!(check_region_calls_opaque(PARALLEL_60), Ok(()));
+        // As before the fix: the call through the argument itself.
+        let direct = PARALLEL_60.replace(
+            "call void %f(ptr noundef %g, ptr noundef %b)",
+            "call void %fn_ptr(ptr noundef %g, ptr noundef %b)",
+        );
+        let err = check_region_calls_opaque(&direct).unwrap_err();
+        assert!(err.contains("%fn_ptr"), "{err}");
+        let none = PARALLEL_60
+            .replace("call void %f(", "call void @g(")
+            .replace("tail call void %f(", "tail call void @g(");
+        assert!(check_region_calls_opaque(&none).is_err());
+        assert!(check_region_calls_opaque("define void @other() {\n}\n").is_err());
+    }
 
     #[test]
     fn plugin_globals_are_protected_definitions_in_llvm_used() {

@@ -263,6 +263,14 @@ fn build_one(t: &Target, shared_bytes: u64) -> Result<Built> {
         ))
     })?;
     crate::deviceir::check_atomic_orderings(t.triple, &text)?;
+    if t.triple.starts_with("amdgcn") {
+        crate::deviceir::check_region_calls_opaque(&text)
+            .map_err(|e| util::Error(format!("{}: {e}", t.triple)))?;
+        println!(
+            "{}: __kmpc_parallel_60 calls the region through an opaque pointer (no link-time inlining of every region)",
+            t.triple
+        );
+    }
     crate::devicecode::check(t.triple, &final_bc, &work)?;
 
     // 5. The per-unit bitcode: the same code, the state only declared.
