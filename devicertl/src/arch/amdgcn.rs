@@ -229,6 +229,10 @@ pub fn watch_write(_addr: *const u8, _bytes: usize, _what: &'static str) {}
 /// `p`, hidden from the optimizer: an indirect call through it stays one call (see
 /// `ir/amdgcn.ll`: the closed-world specialization would inline every candidate).
 #[inline(always)]
+#[allow(
+    clippy::not_unsafe_ptr_arg_deref,
+    reason = "the asm returns its operand: nothing is dereferenced"
+)]
 pub fn opaque_code_ptr(p: *const core::ffi::c_void) -> *const core::ffi::c_void {
     // SAFETY: an empty asm statement returning its operand.
     unsafe { __rustomp_opaque_code_ptr(p) }
