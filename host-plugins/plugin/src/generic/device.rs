@@ -62,6 +62,39 @@ impl<B: Backend> GenericDevice<B> {
             staging: Staging::default(),
         }
     }
+
+    /// A copy between host memory and the device, either way: large pageable ones through the
+    /// staging ring where the backend wants that, the others straight to the backend.
+    ///
+    /// # Safety
+    /// `host` and `device` hold `bytes` each (readable on the source side, writable on the
+    /// other), as `Device::copy_to_device` / `copy_from_device` ask.
+    unsafe fn copy_host(
+        &self,
+        direction: Direction,
+        host: u64,
+        device: u64,
+        bytes: usize,
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        if self.core.backend.stages_pageable_copies() && self.staging.wanted(host, bytes) {
+            // SAFETY: the caller's contract, which the staged copy asks for too.
+            return unsafe {
+                self.staging
+                    .copy(&self.core, direction, host, device, bytes)
+            };
+        }
+        let backend = &self.core.backend;
+        // SAFETY: the caller's contract.
+        unsafe {
+            match direction {
+                Direction::ToDevice => backend.copy_to_device(device, host as *const u8, bytes),
+                Direction::FromDevice => backend.copy_from_device(host as *mut u8, device, bytes),
+            }
+        }
+    }
 }
 
 fn kind_name(kind: AllocKind) -> &'static str {
@@ -112,33 +145,15 @@ impl<B: Backend> Device for GenericDevice<B> {
         host: *const c_void,
         bytes: usize,
     ) -> Result<()> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        let staged =
-            self.core.backend.stages_pageable_copies() && self.staging.wanted(host as u64, bytes);
-        // SAFETY: the trait's contract, which the staged copy's asks for too.
-        unsafe {
-            if staged {
-                self.staging.copy(
-                    &self.core,
-                    Direction::ToDevice,
-                    host as u64,
-                    device as u64,
-                    bytes,
-                )
-            } else {
-                self.core
-                    .backend
-                    .copy_to_device(device as u64, host as *const u8, bytes)
-            }
-        }
-        .map_err(|e| {
-            e.context(format_args!(
-                "{}: copy of {bytes} bytes from host {host:p} to {device:p}",
-                self.core.label
-            ))
-        })
+        // SAFETY: the trait's contract.
+        unsafe { self.copy_host(Direction::ToDevice, host as u64, device as u64, bytes) }.map_err(
+            |e| {
+                e.context(format_args!(
+                    "{}: copy of {bytes} bytes from host {host:p} to {device:p}",
+                    self.core.label
+                ))
+            },
+        )
     }
 
     unsafe fn copy_from_device(
@@ -147,33 +162,15 @@ impl<B: Backend> Device for GenericDevice<B> {
         device: *const c_void,
         bytes: usize,
     ) -> Result<()> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        let staged =
-            self.core.backend.stages_pageable_copies() && self.staging.wanted(host as u64, bytes);
-        // SAFETY: the trait's contract, which the staged copy's asks for too.
-        unsafe {
-            if staged {
-                self.staging.copy(
-                    &self.core,
-                    Direction::FromDevice,
-                    host as u64,
-                    device as u64,
-                    bytes,
-                )
-            } else {
-                self.core
-                    .backend
-                    .copy_from_device(host as *mut u8, device as u64, bytes)
-            }
-        }
-        .map_err(|e| {
-            e.context(format_args!(
-                "{}: copy of {bytes} bytes from {device:p} to host {host:p}",
-                self.core.label
-            ))
-        })
+        // SAFETY: the trait's contract.
+        unsafe { self.copy_host(Direction::FromDevice, host as u64, device as u64, bytes) }.map_err(
+            |e| {
+                e.context(format_args!(
+                    "{}: copy of {bytes} bytes from {device:p} to host {host:p}",
+                    self.core.label
+                ))
+            },
+        )
     }
 
     unsafe fn copy_within_device(
