@@ -218,9 +218,10 @@ unsafe fn data_op(
     names: *mut *mut c_void,
     mappers: *mut *mut c_void,
 ) -> i32 {
+    let mut list = MapList::new();
     // SAFETY: guaranteed by the caller.
-    let list = unsafe {
-        MapList::from_raw(
+    unsafe {
+        list.gather(
             arg_num,
             bases,
             begins,
@@ -229,12 +230,12 @@ unsafe fn data_op(
             names as *const *const std::ffi::c_char,
             mappers,
         )
-    };
+    }
     match op {
         // SAFETY: as above.
-        DataOp::Begin => unsafe { target::data_begin(ident, device_id, list, bases) },
-        DataOp::End => target::data_end(ident, device_id, list),
-        DataOp::Update => target::data_update(ident, device_id, list),
+        DataOp::Begin => unsafe { target::data_begin(ident, device_id, &list, bases) },
+        DataOp::End => target::data_end(ident, device_id, &list),
+        DataOp::Update => target::data_update(ident, device_id, &list),
     }
 }
 

@@ -67,7 +67,16 @@ static RECORDER: OnceLock<Option<Recorder>> = OnceLock::new();
 
 /// The recorder, when `LIBOMPTARGET_PROFILE` or `RUSTOMP_SUMMARY` asks for one. The first call
 /// (the runtime's start) arranges the output at exit.
+#[inline]
 pub fn recorder() -> Option<&'static Recorder> {
+    match RECORDER.get() {
+        Some(recorder) => recorder.as_ref(),
+        None => start_recorder(),
+    }
+}
+
+#[cold]
+fn start_recorder() -> Option<&'static Recorder> {
     RECORDER
         .get_or_init(|| {
             let set = |var: &str| {
@@ -118,6 +127,7 @@ pub fn observe(device: usize, backend: Box<dyn Device>) -> Box<dyn Device> {
 }
 
 /// Runs `f` as one data-environment phase of a construct (`name`: "map in", ...) on `device`.
+#[inline]
 pub fn phase<T>(device: usize, name: &'static str, items: usize, f: impl FnOnce() -> T) -> T {
     let Some(recorder) = recorder() else {
         return f();
@@ -134,6 +144,7 @@ pub fn phase<T>(device: usize, name: &'static str, items: usize, f: impl FnOnce(
 }
 
 /// Records the size the mapping table of `device` reached.
+#[inline]
 pub fn table_size(device: usize, entries: usize) {
     if let Some(recorder) = recorder() {
         recorder.stats(device, |s| s.table_peak = s.table_peak.max(entries));

@@ -8,7 +8,6 @@ use crate::runtime::{runtime, DeviceState, Policy};
 use rustomp_abi::{Ident, KernelArgs};
 use rustomp_plugin::{LaunchConfig, OffloadError, Result};
 use std::ffi::c_void;
-use std::sync::Arc;
 
 /// Return codes of the `__tgt_*` entry points.
 pub const OFFLOAD_SUCCESS: i32 = 0;
@@ -35,7 +34,7 @@ pub fn default_device() -> i64 {
 }
 
 /// The device a construct runs on, or why not. `None` means "the host" (fallback).
-pub fn resolve(device_id: i64, loc: &diag::Location) -> Option<Arc<DeviceState>> {
+pub fn resolve(device_id: i64, loc: &diag::Location) -> Option<&'static DeviceState> {
     let rt = runtime();
     let id = if device_id == rustomp_abi::device_id::UNDEFINED {
         default_device()
@@ -159,7 +158,7 @@ fn report(result: Result<()>, loc: &diag::Location, phase_lines: &[&str]) -> i32
 pub unsafe fn data_begin(
     ident: *const Ident,
     device_id: i64,
-    list: MapList,
+    list: &MapList,
     bases: *mut *mut c_void,
 ) -> i32 {
     let loc = diag::location(ident);
@@ -180,12 +179,12 @@ pub unsafe fn data_begin(
         unsafe { std::slice::from_raw_parts_mut(bases, list.items.len()) }
     });
     let mapped = profile::phase(device.id, "map in (data)", list.items.len(), || {
-        mapping::begin(&device, &list.items, return_bases)
+        mapping::begin(device, &list.items, return_bases)
     });
     report(mapped, &loc, &[])
 }
 
-pub fn data_end(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
+pub fn data_end(ident: *const Ident, device_id: i64, list: &MapList) -> i32 {
     let loc = diag::location(ident);
     let Some(device) = resolve(device_id, &loc) else {
         return OFFLOAD_SUCCESS;
@@ -199,12 +198,12 @@ pub fn data_end(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
         );
     }
     let unmapped = profile::phase(device.id, "map out (data)", list.items.len(), || {
-        mapping::end(&device, &list.items)
+        mapping::end(device, &list.items)
     });
     report(unmapped, &loc, &[])
 }
 
-pub fn data_update(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
+pub fn data_update(ident: *const Ident, device_id: i64, list: &MapList) -> i32 {
     let loc = diag::location(ident);
     let Some(device) = resolve(device_id, &loc) else {
         return OFFLOAD_SUCCESS;
@@ -218,7 +217,7 @@ pub fn data_update(ident: *const Ident, device_id: i64, list: MapList) -> i32 {
         );
     }
     let updated = profile::phase(device.id, "update", list.items.len(), || {
-        mapping::update(&device, &list.items)
+        mapping::update(device, &list.items)
     });
     report(updated, &loc, &[])
 }
@@ -245,9 +244,10 @@ pub unsafe fn target_kernel(
         );
         return OFFLOAD_FAIL;
     };
+    let mut list = MapList::new();
     // SAFETY: guaranteed by the caller.
-    let list = unsafe {
-        MapList::from_raw(
+    unsafe {
+        list.gather(
             args.num_args as i32,
             args.arg_base_ptrs,
             args.arg_ptrs,
@@ -256,20 +256,21 @@ pub unsafe fn target_kernel(
             args.arg_names as *const *const std::ffi::c_char,
             args.arg_mappers,
         )
-    };
+    }
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
         mapping::print_kernel_arguments(device.id, "Entering OpenMP kernel", &loc, &list.items);
     }
+    let mut arguments = LaunchArguments::new();
     let entered = profile::phase(device.id, "map in (target)", list.items.len(), || {
-        mapping::enter_for_launch(&device, &list.items)
+        mapping::enter_for_launch(device, &list.items, &mut arguments)
     });
+    if let Err(e) = entered {
+        return report(Err(e), &loc, BEGIN_FAILED);
+    }
     let LaunchArguments {
         values,
         temporaries,
-    } = match entered {
-        Ok(arguments) => arguments,
-        Err(e) => return report(Err(e), &loc, BEGIN_FAILED),
-    };
+    } = &mut arguments;
     let config = LaunchConfig {
         num_teams: league_size(args.num_teams[0]),
         thread_limit: args.thread_limit[0],
@@ -288,17 +289,17 @@ pub unsafe fn target_kernel(
     let launched = unsafe { bound.image.launch(bound.kernel, &values[..], &config) };
     // The private copies are freed once, after the kernel that used them finished.
     let freed = temporaries
-        .into_iter()
-        .try_for_each(|buffer| mapping::free_device(&device, buffer));
+        .drain(..)
+        .try_for_each(|buffer| mapping::free_device(device, buffer));
     if let Err(e) = launched.and(freed) {
         // The construct's references go, its results do not come back (there are none).
-        if let Err(released) = mapping::release(&device, &list.items) {
+        if let Err(released) = mapping::release(device, &list.items) {
             debug!("releasing the maps of a failed launch: {released}");
         }
         return report(Err(e), &loc, LAUNCH_FAILED);
     }
     let unmapped = profile::phase(device.id, "map out (target)", list.items.len(), || {
-        mapping::end(&device, &list.items)
+        mapping::end(device, &list.items)
     });
     report(unmapped, &loc, END_FAILED)
 }

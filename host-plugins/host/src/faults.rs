@@ -128,6 +128,13 @@ static SETTINGS: OnceLock<Settings> = OnceLock::new();
 /// Operations done so far, per `Op` (only counted while faults are configured).
 static COUNTS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
 
+/// Neither faults nor accounting are configured (the usual case): every hook returns at once.
+/// Inlined into the plugin's operations, so that a hook costs them a load and a compare.
+#[inline]
+fn idle() -> bool {
+    SETTINGS.get().is_some_and(|s| !s.accounting)
+}
+
 fn settings() -> &'static Settings {
     SETTINGS.get_or_init(|| {
         let value = std::env::var(FAULTS_VAR).ok();
@@ -177,7 +184,15 @@ pub fn init() {
 
 /// Fails the operation when it is the one `RUSTOMP_HOST_FAULTS` names; `detail` says what it
 /// was asked to do ("400 bytes").
+#[inline]
 pub fn inject(op: Op, device: usize, detail: impl FnOnce() -> String) -> Result<()> {
+    if idle() {
+        return Ok(());
+    }
+    inject_configured(op, device, detail)
+}
+
+fn inject_configured(op: Op, device: usize, detail: impl FnOnce() -> String) -> Result<()> {
     let Ok(faults) = &settings().faults else {
         return Ok(());
     };
@@ -221,7 +236,14 @@ pub fn opened(device: usize) {
 }
 
 /// `bytes` at `ptr` were allocated on `device`.
+#[inline]
 pub fn allocated(device: usize, ptr: usize, bytes: usize) {
+    if !idle() {
+        account_allocation(device, ptr, bytes);
+    }
+}
+
+fn account_allocation(device: usize, ptr: usize, bytes: usize) {
     if !settings().accounting {
         return;
     }
@@ -233,7 +255,15 @@ pub fn allocated(device: usize, ptr: usize, bytes: usize) {
 
 /// `ptr` is about to be freed on `device`: `Err` when it is not a live allocation of it (it must
 /// then not reach `free(3)`).
+#[inline]
 pub fn freeing(device: usize, ptr: usize) -> Result<()> {
+    if idle() {
+        return Ok(());
+    }
+    account_free(device, ptr)
+}
+
+fn account_free(device: usize, ptr: usize) -> Result<()> {
     if !settings().accounting {
         return Ok(());
     }

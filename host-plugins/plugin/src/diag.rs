@@ -67,11 +67,13 @@ pub fn set_info_flags(flags: u32) {
     INFO.store(flags, Ordering::Relaxed);
 }
 
+#[inline]
 pub fn info_enabled(bit: u32) -> bool {
     init_from_env();
     INFO.load(Ordering::Relaxed) & bit != 0
 }
 
+#[inline]
 pub fn debug_enabled() -> bool {
     init_from_env();
     DEBUG.load(Ordering::Relaxed) != 0

@@ -16,7 +16,6 @@ pub(crate) mod remote;
 
 use crate::diag;
 use crate::runtime::{runtime, DeviceState};
-use std::sync::Arc;
 
 /// `omp_invalid_device` in clang-22's omp.h.
 const OMP_INVALID_DEVICE: i32 = -2;
@@ -25,7 +24,7 @@ fn initial_device() -> i32 {
     runtime().num_devices() as i32
 }
 
-fn device(id: i32, what: &str) -> Option<Arc<DeviceState>> {
+fn device(id: i32, what: &str) -> Option<&'static DeviceState> {
     if id < 0 {
         diag::error(&format!("{what}: device number {id} is not valid"));
         return None;

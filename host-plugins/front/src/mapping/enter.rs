@@ -6,7 +6,7 @@ use super::items::{
     FB_NULLIFY, POINTER_SIZE,
 };
 use super::phase::{Phase, Transfer, Undo};
-use super::scratch::Scratch;
+use super::short::ShortList;
 use super::table::{Lookup, MapEntry, MappingTable, ShadowPointer};
 use crate::diag::{self, debug, info};
 use crate::runtime::DeviceState;
@@ -19,7 +19,7 @@ use std::ffi::c_void;
 pub(super) struct Entering {
     /// Host ranges of the entries this construct created: their `to` data is due, and a pointer
     /// or pointee among them makes an attachment due.
-    pub(super) created: Scratch<(usize, usize)>,
+    pub(super) created: ShortList<(usize, usize)>,
     /// Pointer attachments, performed once every item is mapped.
     pub(super) attachments: Vec<Attachment>,
 }
@@ -27,7 +27,7 @@ pub(super) struct Entering {
 impl Entering {
     pub(super) fn new() -> Self {
         Entering {
-            created: Scratch::take(&super::phase::RANGES),
+            created: ShortList::new(),
             attachments: Vec::new(),
         }
     }
@@ -83,7 +83,8 @@ pub(super) fn map_one(
         }
         Lookup::Absent => None,
     };
-    let (key, device_address, created) = match found {
+    // The entry, where it lies, and whether this construct created it.
+    let (key, entry_range, device_address, created) = match found {
         Some(key) => {
             let entry = table.get_mut(key).expect("looked up");
             // An infinite entry (global, associated pointer) still counts holds, as LLVM's.
@@ -116,7 +117,8 @@ pub(super) fn map_one(
                     ),
                 );
             }
-            (key, device_address, entering.created_entry(key))
+            let range = (entry.host_begin, entry.host_end);
+            (key, range, device_address, entering.created_entry(key))
         }
         None => {
             if zero_copy(device, item.kind) {
@@ -197,16 +199,17 @@ pub(super) fn map_one(
                 hold as u64,
                 diag::map_name(item.name)
             );
-            (begin, device_begin, true)
+            (begin, (begin, begin + size), device_begin, true)
         }
     };
     // Members of a struct share their parent's entry: their data goes over with the entry's
     // creation, whichever item of the construct created it.
-    if item.kind.contains(MapType::TO)
-        && size > 0
-        && (created || item.kind.contains(MapType::ALWAYS))
-    {
-        phase.copy_to(table, key, begin, device_address, size);
+    if item.kind.contains(MapType::TO) && size > 0 {
+        if created {
+            phase.copy_to_created(table, key, entry_range, begin, device_address, size);
+        } else if item.kind.contains(MapType::ALWAYS) {
+            phase.copy_to(table, key, begin, device_address, size);
+        }
     }
     Ok(Some(device_address))
 }
@@ -291,8 +294,10 @@ pub fn begin(
     items: &[MapItem],
     return_bases: Option<&mut [*mut c_void]>,
 ) -> Result<()> {
-    let steps = expand(items);
-    let (mut phase, mut table) = Phase::start(device, steps.iter().map(|s| &s.item));
+    let mut steps = ShortList::new();
+    expand(items, &mut steps);
+    let mut phase = Phase::new(device);
+    let mut table = phase.lock(steps.iter().map(|s| &s.item));
     let decided = begin_locked(&mut phase, &mut table, &steps, return_bases, &mut []);
     phase.complete(table, decided, true)
 }

@@ -4,8 +4,8 @@ use super::items::{
     dynamic_refs, expand, item_size, maps_memory, pointer_item, present_missing, zero_copy,
     MapItem, Step,
 };
-use super::phase::{Phase, RANGES};
-use super::scratch::Scratch;
+use super::phase::Phase;
+use super::short::ShortList;
 use super::table::{Lookup, MappingTable};
 use crate::diag;
 use crate::runtime::DeviceState;
@@ -20,12 +20,12 @@ pub(super) fn copy_back_pending(
     phase: &mut Phase<'_>,
     table: &mut MappingTable,
     key: usize,
-    pending: &mut Vec<(usize, usize)>,
+    pending: &mut ShortList<(usize, usize)>,
 ) {
     let entry = table.get(key).expect("looked up");
     let (entry_begin, entry_end) = (entry.host_begin, entry.host_end);
     // In the construct's order (`retain` visits each once, in order), the others kept in theirs.
-    pending.retain(|&(begin, size)| {
+    pending.retain(|&mut (begin, size)| {
         if entry_begin <= begin && begin + size <= entry_end {
             let device_address = table.get(key).expect("looked up").device_address(begin);
             phase.copy_from(table, key, begin, device_address, size);
@@ -43,7 +43,7 @@ pub(super) fn unmap_one(
     table: &mut MappingTable,
     item: &MapItem,
     update_ref: bool,
-    pending_from: &mut Vec<(usize, usize)>,
+    pending_from: &mut ShortList<(usize, usize)>,
     copy_back: bool,
 ) -> Result<()> {
     let device = phase.device;
@@ -143,8 +143,10 @@ pub(super) fn leave(device: &DeviceState, items: &[MapItem], copy_back: bool) ->
     if items.is_empty() {
         return Ok(()); // nothing mapped: no phase, no lock
     }
-    let steps = expand(items);
-    let (mut phase, mut table) = Phase::start(device, steps.iter().map(|s| &s.item));
+    let mut steps = ShortList::new();
+    expand(items, &mut steps);
+    let mut phase = Phase::new(device);
+    let mut table = phase.lock(steps.iter().map(|s| &s.item));
     let decided = end_locked(&mut phase, &mut table, &steps, copy_back);
     phase.complete(table, decided, false)
 }
@@ -155,7 +157,7 @@ pub(super) fn end_locked(
     steps: &[Step],
     copy_back: bool,
 ) -> Result<()> {
-    let mut pending_from = Scratch::take(&RANGES);
+    let mut pending_from = ShortList::new();
     pending_from.extend(
         steps
             .iter()

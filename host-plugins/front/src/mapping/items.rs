@@ -1,7 +1,7 @@
 //! Map items as clang passes them, user-defined mappers replaced by their components, and
 //! the helpers every phase shares (sizes, names, LLVM's info lines and messages).
 
-use super::scratch::{pool, Scratch};
+use super::short::ShortList;
 use super::table::{MapEntry, MappingTable};
 use crate::diag::{self, debug};
 use crate::runtime::DeviceState;
@@ -23,14 +23,10 @@ pub struct MapItem {
     pub name: *const c_char,
 }
 
-/// The arrays clang passes, gathered into items (a list reused by the thread's constructs).
+/// The arrays clang passes, gathered into items.
+#[derive(Default)]
 pub struct MapList {
-    pub items: Scratch<MapItem>,
-}
-
-pool! {
-    ITEMS: MapItem;
-    STEPS: Step;
+    pub items: ShortList<MapItem>,
 }
 
 /// `void mapper(void *handle, void *base, void *begin, int64_t size, int64_t type, void *name)`
@@ -62,9 +58,25 @@ pub fn mapper_num_components() -> i64 {
 }
 
 impl MapList {
+    /// An empty list, filled by [`gather`](Self::gather) where it lies (it is inline: returning
+    /// a filled one would copy it).
+    #[inline]
+    pub fn new() -> Self {
+        MapList {
+            items: ShortList::new(),
+        }
+    }
+
+    /// Appends the items of clang's arrays.
+    ///
     /// # Safety
     /// The arrays hold `count` elements each (names and mappers may be null).
-    pub unsafe fn from_raw(
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "clang's arrays, one argument each"
+    )]
+    pub unsafe fn gather(
+        &mut self,
         count: i32,
         bases: *mut *mut c_void,
         begins: *mut *mut c_void,
@@ -72,8 +84,8 @@ impl MapList {
         types: *const i64,
         names: *const *const c_char,
         mappers: *mut *mut c_void,
-    ) -> Self {
-        let mut items = Scratch::take(&ITEMS);
+    ) {
+        let items = &mut self.items;
         items.reserve(count.max(0) as usize);
         for i in 0..count.max(0) as usize {
             // SAFETY: guaranteed by the caller.
@@ -96,7 +108,6 @@ impl MapList {
                 });
             }
         }
-        Self { items }
     }
 }
 
@@ -116,18 +127,24 @@ pub(super) struct Step {
 /// Replaces items that have a user-defined mapper by the components the mapper reports.
 /// Nested mappers are called by the generated mapper itself, so components carry no mapper.
 /// Ending a construct walks this list backwards, which is LLVM's order: clause items last to
-/// first, each mapper's components last to first.
-pub(super) fn expand(items: &[MapItem]) -> Scratch<Step> {
-    let mut steps = Scratch::take(&STEPS);
+/// first, each mapper's components last to first. `steps` (empty) receives them: the caller's
+/// inline list, filled where it lies.
+pub(super) fn expand(items: &[MapItem], steps: &mut ShortList<Step>) {
+    let plain = |(origin, item): (usize, &MapItem)| Step {
+        origin,
+        list: None,
+        index: origin,
+        item: *item,
+    };
+    if items.iter().all(|item| item.mapper.is_null()) {
+        // No mapper (the usual case): one step per item, written in one pass.
+        steps.extend(items.iter().enumerate().map(plain));
+        return;
+    }
     steps.reserve(items.len());
     for (origin, item) in items.iter().enumerate() {
         if item.mapper.is_null() {
-            steps.push(Step {
-                origin,
-                list: None,
-                index: origin,
-                item: *item,
-            });
+            steps.push(plain((origin, item)));
             continue;
         }
         let saved = MAPPER_COMPONENTS.with(|c| std::mem::take(&mut *c.borrow_mut()));
@@ -163,7 +180,6 @@ pub(super) fn expand(items: &[MapItem]) -> Scratch<Step> {
             },
         }));
     }
-    steps
 }
 
 /// The pointer variable of a PTR_AND_OBJ item (at its base), keeping only the `kept` bits.

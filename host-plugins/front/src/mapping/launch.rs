@@ -4,7 +4,7 @@
 use super::enter::begin_locked;
 use super::items::{expand, info_to_device, item_size, MapItem, LAMBDA_CAPTURE, POINTER_SIZE};
 use super::phase::{free_device, Phase, Transfer};
-use super::scratch::{pool, Scratch};
+use super::short::ShortList;
 use super::table::{Lookup, MappingTable};
 use crate::diag::{self, debug};
 use crate::runtime::DeviceState;
@@ -14,39 +14,44 @@ use std::ffi::{c_char, c_void};
 
 /// What a kernel launch needs from the map clauses: the argument values and the private
 /// buffers to free after it.
+#[derive(Default)]
 pub struct LaunchArguments {
-    pub values: Scratch<*mut c_void>,
+    pub values: ShortList<*mut c_void>,
     pub temporaries: Vec<usize>,
 }
 
-pool! {
-    VALUES: *mut c_void;
-}
-
 impl LaunchArguments {
-    fn new() -> Self {
+    /// Empty, filled by [`enter_for_launch`] where it lies (inline: returning it would copy it).
+    #[inline]
+    pub fn new() -> Self {
         LaunchArguments {
-            values: Scratch::take(&VALUES),
+            values: ShortList::new(),
             temporaries: Vec::new(),
         }
     }
 }
 
-/// The map part of a `target` construct followed by the kernel's argument values, under one
-/// hold of the table lock (no other thread can unmap what the arguments point at in between).
-pub fn enter_for_launch(device: &DeviceState, items: &[MapItem]) -> Result<LaunchArguments> {
+/// The map part of a `target` construct followed by the kernel's argument values (into
+/// `arguments`, empty), under one hold of the table lock (no other thread can unmap what the
+/// arguments point at in between). On failure `arguments` holds no private copy.
+pub fn enter_for_launch(
+    device: &DeviceState,
+    items: &[MapItem],
+    arguments: &mut LaunchArguments,
+) -> Result<()> {
     if items.is_empty() {
         // Nothing to map, nothing to pass: no phase, no lock.
-        return Ok(LaunchArguments::new());
+        return Ok(());
     }
-    let steps = expand(items);
-    let (mut phase, mut table) = Phase::start(device, steps.iter().map(|s| &s.item).chain(items));
-    let mut arguments = LaunchArguments::new();
+    let mut steps = ShortList::new();
+    expand(items, &mut steps);
+    let mut phase = Phase::new(device);
+    let mut table = phase.lock(steps.iter().map(|s| &s.item).chain(items));
     // Where each clause item landed, as the entering phase found it (`NOT_FOUND`: ask the table).
     let mut found = [NOT_FOUND; 32];
     let found = &mut found[..items.len().min(32)];
     let decided = begin_locked(&mut phase, &mut table, &steps, None, found)
-        .and_then(|()| kernel_arguments(&mut phase, &table, items, found, &mut arguments));
+        .and_then(|()| kernel_arguments(&mut phase, &table, items, found, arguments));
     let result = phase.complete(table, decided, true);
     if result.is_err() {
         // The private copies go with the construct; the first failure is the one reported.
@@ -54,7 +59,7 @@ pub fn enter_for_launch(device: &DeviceState, items: &[MapItem]) -> Result<Launc
             let _ = free_device(device, buffer);
         }
     }
-    result.map(|()| arguments)
+    result
 }
 
 /// An item the entering phase did not map (or beyond the first 32).

@@ -17,16 +17,18 @@
 //! values instead of skipping the copy, and non-contiguous updates copy whole contiguous rows.
 
 //!
-//! Files: [`table`] (the mapping table and its reference counts), [`items`] (list items and
-//! mappers), [`phase`] (phases, copies outside the lock, undo), [`enter`], [`exit`],
-//! [`update`], [`launch`] (kernel arguments).
+//! Files: [`table`] (the mapping table and its reference counts) over [`sorted_map`] (a sorted
+//! vector while small, a B-tree when large), [`items`] (list items and mappers), [`phase`]
+//! (phases, copies outside the lock, undo), [`enter`], [`exit`], [`update`], [`launch`] (kernel
+//! arguments), [`short`] (the inline lists every construct uses).
 
 mod enter;
 mod exit;
 mod items;
 mod launch;
 mod phase;
-mod scratch;
+mod short;
+mod sorted_map;
 pub mod table;
 mod update;
 

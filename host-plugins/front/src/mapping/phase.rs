@@ -5,14 +5,13 @@ use super::items::{
     entry_name, info_from_device, info_to_device, item_size, non_contiguous_dims,
     non_contiguous_pieces, MapItem, POINTER_SIZE,
 };
-use super::scratch::{pool, KEPT_CAPACITY};
+use super::short::ShortList;
 use super::table::{MappingTable, ShadowPointer};
 use crate::diag::{self, debug, info};
 use crate::runtime::DeviceState;
 use diag::Ptr;
 use rustomp_abi::MapType;
 use rustomp_plugin::{AllocKind, Device, Result};
-use std::cell::Cell;
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::MutexGuard;
@@ -22,8 +21,8 @@ use std::sync::MutexGuard;
 /// outside it, their ranges busy, so other threads' constructs go on meanwhile.
 const IN_PLACE_BYTES: usize = 4096;
 
-/// Numbers the phases of constructs: the owner of their busy ranges.
-pub(super) static NEXT_PHASE: AtomicU64 = AtomicU64::new(1);
+/// Numbers the phases that mark ranges busy: the owner of the marks (0 is nobody's).
+static NEXT_PHASE: AtomicU64 = AtomicU64::new(1);
 
 /// One device copy, decided under the table lock and performed after it is released.
 #[derive(Debug)]
@@ -131,95 +130,73 @@ pub(super) enum Undo {
 /// different entries overlap, see `MappingTable::mark_busy`), and the allocations to free.
 pub(super) struct Phase<'d> {
     pub(super) device: &'d DeviceState,
-    pub(super) owner: u64,
-    pub(super) transfers: Vec<Transfer>,
-    pub(super) undo: Vec<Undo>,
+    /// The number of this phase's busy marks, given when it marks any (its copies run outside
+    /// the lock); 0 before, which no mark has, so that no mark is taken for its own.
+    owner: u64,
+    pub(super) transfers: ShortList<Transfer>,
+    pub(super) undo: ShortList<Undo>,
     /// Device memory of entries that left the table: freed once the copies are done.
-    pub(super) frees: Vec<usize>,
-}
-
-pool! {
-    RANGES: (usize, usize);
-}
-
-/// The lists of a phase, kept by its thread for the next one (one thread-local access for the
-/// three, see `scratch.rs`).
-#[derive(Default)]
-struct PhaseLists {
-    transfers: Vec<Transfer>,
-    undo: Vec<Undo>,
-    frees: Vec<usize>,
-}
-
-thread_local! {
-    static SPARE_LISTS: Cell<PhaseLists> = const {
-        Cell::new(PhaseLists {
-            transfers: Vec::new(),
-            undo: Vec::new(),
-            frees: Vec::new(),
-        })
-    };
-}
-
-impl Drop for Phase<'_> {
-    /// The lists go back to the thread, emptied, unless one grew long (then all three go).
-    fn drop(&mut self) {
-        let (transfers, undo, frees) = (
-            std::mem::take(&mut self.transfers),
-            std::mem::take(&mut self.undo),
-            std::mem::take(&mut self.frees),
-        );
-        if transfers
-            .capacity()
-            .max(undo.capacity())
-            .max(frees.capacity())
-            > KEPT_CAPACITY
-        {
-            return;
-        }
-        let mut lists = PhaseLists {
-            transfers,
-            undo,
-            frees,
-        };
-        lists.transfers.clear();
-        lists.undo.clear();
-        lists.frees.clear();
-        // A nested construct's phase may have given its lists back meanwhile: they go.
-        let _ = SPARE_LISTS.try_with(|spare| spare.set(lists));
-    }
+    pub(super) frees: ShortList<usize>,
+    /// Host ranges of the entries the transfers touch: marked busy only when the copies run
+    /// outside the lock (under it, nobody could see the marks).
+    held: ShortList<(usize, usize)>,
 }
 
 impl<'d> Phase<'d> {
-    /// A new phase and the device's table, once no other phase has copies in flight for what
-    /// `items` touch. A phase waits only while it holds nothing busy itself: no deadlock.
-    pub(super) fn start<'a>(
-        device: &'d DeviceState,
-        items: impl Iterator<Item = &'a MapItem> + Clone,
-    ) -> (Self, MutexGuard<'d, MappingTable>) {
-        let owner = NEXT_PHASE.fetch_add(1, Ordering::Relaxed);
-        let mut table = device.table();
-        while table.has_busy() && items.clone().any(|item| touches_busy(&table, item, owner)) {
-            table = device.wait_for_transfers(table);
+    /// A new phase of a construct on `device`. Built where it is used and borrowed from there
+    /// on: its lists are inline (see `short.rs`), and moving them would cost a copy each.
+    #[inline]
+    pub(super) fn new(device: &'d DeviceState) -> Self {
+        Self {
+            device,
+            owner: 0,
+            transfers: ShortList::new(),
+            undo: ShortList::new(),
+            frees: ShortList::new(),
+            held: ShortList::new(),
         }
-        let lists = SPARE_LISTS.try_with(Cell::take).unwrap_or_default();
-        (
-            Self {
-                device,
-                owner,
-                transfers: lists.transfers,
-                undo: lists.undo,
-                frees: lists.frees,
-            },
-            table,
-        )
     }
 
-    /// Marks the entry at `key` busy: its data is in flight.
-    pub(super) fn hold(&self, table: &mut MappingTable, key: usize) {
+    /// The device's table, once no other phase has copies in flight for what `items` touch.
+    /// A phase waits only while it holds nothing busy itself: no deadlock.
+    pub(super) fn lock<'a>(
+        &self,
+        items: impl Iterator<Item = &'a MapItem> + Clone,
+    ) -> MutexGuard<'d, MappingTable> {
+        let device = self.device;
+        let mut table = device.table();
+        while table.has_busy()
+            && items
+                .clone()
+                .any(|item| touches_busy(&table, item, self.owner))
+        {
+            table = device.wait_for_transfers(table);
+        }
+        table
+    }
+
+    /// The entry at `key` is busy while this phase's copies run.
+    pub(super) fn hold(&mut self, table: &MappingTable, key: usize) {
         if let Some(entry) = table.get(key) {
-            let (begin, end) = (entry.host_begin, entry.host_end);
-            table.mark_busy(begin, end, self.owner);
+            self.held.push((entry.host_begin, entry.host_end));
+        }
+    }
+
+    /// The attached pointers inside `[host, host + size)` of entry `key`, which is busy while
+    /// this phase's copies run (one table search for both).
+    fn hold_with_shadows(
+        &mut self,
+        table: &MappingTable,
+        key: usize,
+        host: usize,
+        size: usize,
+    ) -> Vec<ShadowPointer> {
+        match table.range_and_shadows(key, host, size) {
+            Some((range, shadows)) => {
+                self.held.push(range);
+                shadows
+            }
+            None => Vec::new(),
         }
     }
 
@@ -235,13 +212,36 @@ impl<'d> Phase<'d> {
         info_to_device(self.device, host, device_address, size, || {
             entry_name(table, key)
         });
-        let shadows = table.shadows_within(key, host, size);
-        self.hold(table, key);
+        let shadows = self.hold_with_shadows(table, key, host, size);
         self.transfers.push(Transfer::ToDevice {
             host,
             device: device_address,
             size,
             shadows,
+        });
+    }
+
+    /// Copies host → device into entry `key`, spanning `entry`, which this construct created:
+    /// no pointer is attached in it yet (attachments come after every item is mapped), so the
+    /// table need not be asked.
+    pub(super) fn copy_to_created(
+        &mut self,
+        table: &MappingTable,
+        key: usize,
+        entry: (usize, usize),
+        host: usize,
+        device_address: usize,
+        size: usize,
+    ) {
+        info_to_device(self.device, host, device_address, size, || {
+            entry_name(table, key)
+        });
+        self.held.push(entry);
+        self.transfers.push(Transfer::ToDevice {
+            host,
+            device: device_address,
+            size,
+            shadows: Vec::new(),
         });
     }
 
@@ -257,8 +257,7 @@ impl<'d> Phase<'d> {
         info_from_device(self.device, host, device_address, size, || {
             entry_name(table, key)
         });
-        let shadows = table.shadows_within(key, host, size);
-        self.hold(table, key);
+        let shadows = self.hold_with_shadows(table, key, host, size);
         self.transfers.push(Transfer::FromDevice {
             host,
             device: device_address,
@@ -273,25 +272,34 @@ impl<'d> Phase<'d> {
     /// new entries go); a leaving phase still completes what it decided (an entry whose last
     /// reference went is removed and freed, even when its copy back failed).
     pub(super) fn complete(
-        mut self,
+        &mut self,
         mut table: MutexGuard<'d, MappingTable>,
         decided: Result<()>,
         undo_on_failure: bool,
     ) -> Result<()> {
         if decided.is_err() && undo_on_failure {
             self.transfers.clear();
+            self.held.clear();
             self.undo(&mut table);
         }
         let mut copied = Ok(());
+        let mut marked = false;
         if !self.transfers.is_empty() && self.copies_in_place() {
             // A few bytes copied by memcpy (the CPU plugin): cheaper under the lock than a
-            // second round through it; nobody saw the busy marks, which end below.
+            // second round through it, and nothing needs to be marked busy.
             let backend = &*self.device.backend;
             copied = self.transfers.iter().try_for_each(|t| t.perform(backend));
             if copied.is_err() && undo_on_failure {
                 self.undo(&mut table);
             }
         } else if !self.transfers.is_empty() {
+            marked = !self.held.is_empty();
+            if marked {
+                self.owner = NEXT_PHASE.fetch_add(1, Ordering::Relaxed);
+                for &(begin, end) in &self.held {
+                    table.mark_busy(begin, end, self.owner);
+                }
+            }
             drop(table);
             let backend = &*self.device.backend;
             copied = self.transfers.iter().try_for_each(|t| t.perform(backend));
@@ -301,7 +309,7 @@ impl<'d> Phase<'d> {
             }
         }
         crate::profile::table_size(self.device.id, table.len());
-        if table.release(self.owner) {
+        if marked && table.release(self.owner) {
             self.device.transfers_ended(&table);
         }
         drop(table);

@@ -20,7 +20,8 @@
 //! and uses the others through the struct finds all of them where it looks. Such an entry shares
 //! its allocation, which goes only with the last entry using it.
 
-use std::collections::{BTreeMap, HashMap};
+use super::sorted_map::SortedMap;
+use std::collections::HashMap;
 
 /// The most bytes a partially mapped struct's device allocation reaches back before its first
 /// mapped member, to the struct's beginning (beyond that, only the alignment padding).
@@ -130,7 +131,7 @@ struct BusyRange {
 
 #[derive(Debug, Default)]
 pub struct MappingTable {
-    records: BTreeMap<usize, Record>,
+    records: SortedMap<Record>,
     /// Few at a time (one per entry with copies in flight): a list beats a tree here.
     busy: Vec<BusyRange>,
     /// Allocations that several entries share ([`room_for`](Self::room_for)): how many entries
@@ -153,12 +154,12 @@ impl MappingTable {
 
     pub fn lookup(&self, begin: usize, size: usize) -> Lookup {
         let end = begin.saturating_add(size);
-        let below = self.records.range(..=begin).next_back();
+        let below = self.records.at_or_below(begin);
         // Asked for only when the entry below does not answer (a present item is found with
         // one search).
-        let above = || self.records.range(begin.saturating_add(1)..).next();
+        let above = || self.records.above(begin);
         if size == 0 {
-            if let Some((&key, record)) = below {
+            if let Some((key, record)) = below {
                 let entry = &record.entry;
                 // A zero-length entry is found at its own address.
                 if begin < entry.host_end || (begin == key && entry.host_end == key) {
@@ -167,11 +168,11 @@ impl MappingTable {
             }
             // A pointer to the base of a section mapped further on (`p` for `p[3:2]`).
             return match above() {
-                Some((&key, record)) if begin >= record.host_base => Lookup::Contained(key),
+                Some((key, record)) if begin >= record.host_base => Lookup::Contained(key),
                 _ => Lookup::Absent,
             };
         }
-        if let Some((&key, record)) = below {
+        if let Some((key, record)) = below {
             if begin < record.entry.host_end {
                 return if end <= record.entry.host_end {
                     Lookup::Contained(key)
@@ -181,17 +182,17 @@ impl MappingTable {
             }
         }
         match above() {
-            Some((&key, _)) if key < end => Lookup::PartialOverlap(key),
+            Some((key, _)) if key < end => Lookup::PartialOverlap(key),
             _ => Lookup::Absent,
         }
     }
 
     pub fn get(&self, key: usize) -> Option<&MapEntry> {
-        self.records.get(&key).map(|r| &r.entry)
+        self.records.get(key).map(|r| &r.entry)
     }
 
     pub fn get_mut(&mut self, key: usize) -> Option<&mut MapEntry> {
-        self.records.get_mut(&key).map(|r| &mut r.entry)
+        self.records.get_mut(key).map(|r| &mut r.entry)
     }
 
     /// The entry containing `[begin, begin + size)`, if any.
@@ -244,7 +245,7 @@ impl MappingTable {
     /// The removed entry, where its allocation starts, and whether it was the allocation's last
     /// user.
     fn take(&mut self, key: usize) -> Option<(MapEntry, usize, bool)> {
-        let r = self.records.remove(&key)?;
+        let r = self.records.remove(key)?;
         let allocation = r.entry.device_begin - r.padding;
         let last = match self.shared.get_mut(&allocation) {
             Some(users) if *users > 2 => {
@@ -266,7 +267,7 @@ impl MappingTable {
     /// host. `None` when no such entry has room there (or the range is mapped).
     pub fn room_for(&self, begin: usize, size: usize, host_base: usize) -> Option<usize> {
         let end = begin.checked_add(size)?;
-        let (&key, record) = self.records.range(begin..).next()?;
+        let (key, record) = self.records.at_or_above(begin)?;
         let entry = &record.entry;
         let reaches = key - record.padding;
         let fits = !entry.infinite
@@ -276,8 +277,7 @@ impl MappingTable {
             && end <= key
             && self
                 .records
-                .range(..begin)
-                .next_back()
+                .below(begin)
                 .is_none_or(|(_, below)| below.entry.host_end <= begin);
         fits.then(|| entry.device_begin - (key - begin))
     }
@@ -285,10 +285,9 @@ impl MappingTable {
     /// Adds an entry at `device_begin`, inside the allocation [`room_for`](Self::room_for)
     /// found; that allocation now goes with the last of the entries using it.
     pub fn insert_in_room(&mut self, entry: MapEntry, host_base: usize) {
-        let (&key, above) = self
+        let (key, above) = self
             .records
-            .range(entry.host_end..)
-            .next()
+            .at_or_above(entry.host_end)
             .expect("room_for found an entry above");
         let allocation = above.entry.device_begin - above.padding;
         let padding = entry.device_begin - allocation;
@@ -305,7 +304,7 @@ impl MappingTable {
     /// now holds `shadow.device_value`. Returns false when it already did, so the caller can
     /// skip writing it again.
     pub fn attach(&mut self, key: usize, shadow: ShadowPointer) -> bool {
-        let Some(record) = self.records.get_mut(&key) else {
+        let Some(record) = self.records.get_mut(key) else {
             return false;
         };
         match record
@@ -330,7 +329,7 @@ impl MappingTable {
     ///
     /// [`attach`]: Self::attach
     pub fn detach(&mut self, key: usize, host_address: usize, previous: Option<ShadowPointer>) {
-        let Some(record) = self.records.get_mut(&key) else {
+        let Some(record) = self.records.get_mut(key) else {
             return;
         };
         record.shadows.retain(|s| s.host_address != host_address);
@@ -340,7 +339,7 @@ impl MappingTable {
     /// The attached pointer recorded at `host_address` in entry `key`.
     pub fn shadow(&self, key: usize, host_address: usize) -> Option<ShadowPointer> {
         self.records
-            .get(&key)?
+            .get(key)?
             .shadows
             .iter()
             .find(|s| s.host_address == host_address)
@@ -384,7 +383,7 @@ impl MappingTable {
         }
         match self.lookup(begin, size) {
             Lookup::Contained(key) | Lookup::PartialOverlap(key) => {
-                let entry = &self.records[&key].entry;
+                let entry = &self.records.get(key).expect("looked up").entry;
                 overlaps(
                     entry.host_begin,
                     entry.host_end.max(entry.host_begin.saturating_add(1)),
@@ -394,23 +393,46 @@ impl MappingTable {
         }
     }
 
-    /// The attached pointers of entry `key` that lie entirely inside `[begin, begin + size)`.
-    pub fn shadows_within(&self, key: usize, begin: usize, size: usize) -> Vec<ShadowPointer> {
+    /// The host range of entry `key` and its attached pointers that lie entirely inside
+    /// `[begin, begin + size)`.
+    pub fn range_and_shadows(
+        &self,
+        key: usize,
+        begin: usize,
+        size: usize,
+    ) -> Option<((usize, usize), Vec<ShadowPointer>)> {
+        let r = self.records.get(key)?;
+        Some((
+            (r.entry.host_begin, r.entry.host_end),
+            r.shadows_within(begin, size),
+        ))
+    }
+}
+
+impl Record {
+    fn shadows_within(&self, begin: usize, size: usize) -> Vec<ShadowPointer> {
+        if self.shadows.is_empty() {
+            return Vec::new();
+        }
         let pointer = std::mem::size_of::<usize>();
         let end = begin.saturating_add(size);
-        self.records.get(&key).map_or_else(Vec::new, |r| {
-            r.shadows
-                .iter()
-                .filter(|s| s.host_address >= begin && s.host_address + pointer <= end)
-                .copied()
-                .collect()
-        })
+        self.shadows
+            .iter()
+            .filter(|s| s.host_address >= begin && s.host_address + pointer <= end)
+            .copied()
+            .collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn shadows(table: &MappingTable, key: usize, begin: usize, size: usize) -> Vec<ShadowPointer> {
+        table
+            .range_and_shadows(key, begin, size)
+            .map_or_else(Vec::new, |(_, s)| s)
+    }
 
     fn entry(begin: usize, end: usize) -> MapEntry {
         MapEntry {
@@ -503,12 +525,12 @@ mod tests {
                 ..shadow
             }
         ));
-        assert_eq!(table.shadows_within(100, 100, 100).len(), 1);
-        assert_eq!(table.shadows_within(100, 100, 8).len(), 0);
-        assert_eq!(table.shadows_within(100, 108, 8)[0].device_value, 0x6000);
+        assert_eq!(shadows(&table, 100, 100, 100).len(), 1);
+        assert_eq!(shadows(&table, 100, 100, 8).len(), 0);
+        assert_eq!(shadows(&table, 100, 108, 8)[0].device_value, 0x6000);
         table.remove(100);
         table.insert(entry(100, 200));
-        assert!(table.shadows_within(100, 100, 100).is_empty());
+        assert!(shadows(&table, 100, 100, 100).is_empty());
     }
 
     #[test]

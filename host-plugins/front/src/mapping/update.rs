@@ -4,6 +4,7 @@ use super::items::{
     expand, item_size, non_contiguous_dims, non_contiguous_pieces, present_missing, MapItem,
 };
 use super::phase::Phase;
+use super::short::ShortList;
 use super::table::{Lookup, MappingTable};
 use crate::runtime::DeviceState;
 use rustomp_abi::MapType;
@@ -11,8 +12,10 @@ use rustomp_plugin::{ErrorKind, OffloadError, Result};
 
 /// `target update to/from`.
 pub fn update(device: &DeviceState, items: &[MapItem]) -> Result<()> {
-    let steps = expand(items);
-    let (mut phase, mut table) = Phase::start(device, steps.iter().map(|s| &s.item));
+    let mut steps = ShortList::new();
+    expand(items, &mut steps);
+    let mut phase = Phase::new(device);
+    let mut table = phase.lock(steps.iter().map(|s| &s.item));
     let decided = steps.iter().try_for_each(|step| {
         let item = &step.item;
         if item.kind.intersects(MapType::LITERAL | MapType::PRIVATE) {

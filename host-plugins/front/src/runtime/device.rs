@@ -11,6 +11,7 @@ use rustomp_plugin::{
     Device, DeviceGlobal, ErrorKind, KernelHandle, LaunchConfig, LoadedImage, OffloadError, Plugin,
     Result,
 };
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -23,8 +24,49 @@ pub struct Bound {
     pub name: Arc<str>,
 }
 
-/// What a construct holds while it runs: one reference count for the three.
+/// One reference count for the three.
 pub type BoundKernel = Arc<Bound>;
+
+/// A kernel a thread found, and where: the cache of [`KernelLease`].
+struct CachedKernel {
+    device: usize,
+    region: usize,
+    /// The device's [`DeviceState::kernels_epoch`] when it was found.
+    epoch: u64,
+    bound: BoundKernel,
+}
+
+thread_local! {
+    /// The kernel this thread launched last; a construct takes it out while it runs.
+    static LAST_KERNEL: Cell<Option<CachedKernel>> = const { Cell::new(None) };
+}
+
+/// A construct's kernel while it runs. A thread that launches the same region on the same
+/// device again, with no library loaded or unloaded there since, finds it in its cache: no lock
+/// and no reference count (four atomic read-modify-writes, a fifth of a small construct's
+/// time). The lease goes back to the cache when the construct ends; a thread keeps one kernel
+/// there, so an unloaded image lives on until that thread's next construct (or its exit).
+pub struct KernelLease(Option<CachedKernel>);
+
+impl std::ops::Deref for KernelLease {
+    type Target = Bound;
+    fn deref(&self) -> &Bound {
+        &self
+            .0
+            .as_ref()
+            .expect("a lease holds its kernel until dropped")
+            .bound
+    }
+}
+
+impl Drop for KernelLease {
+    fn drop(&mut self) {
+        let cached = self.0.take();
+        // A nested construct's lease, given back meanwhile, makes room (at thread exit the
+        // kernel just goes).
+        let _ = LAST_KERNEL.try_with(|last| last.set(cached));
+    }
+}
 
 /// Hashes a region id (a host address, unique in the process) with one multiplication: the
 /// kernel table is read on every construct, where SipHash's rounds cost more than the rest of
@@ -59,6 +101,8 @@ pub struct DeviceState {
     transfers_done: Condvar,
     waiting: AtomicUsize,
     images: Mutex<DeviceImages>,
+    /// Changed, under the `images` lock, whenever kernels come or go (see [`KernelLease`]).
+    kernels_epoch: AtomicU64,
     loaded_generation: AtomicU64,
 }
 
@@ -110,6 +154,7 @@ impl DeviceState {
             transfers_done: Condvar::new(),
             waiting: AtomicUsize::new(0),
             images: Mutex::new(DeviceImages::default()),
+            kernels_epoch: AtomicU64::new(0),
             loaded_generation: AtomicU64::new(u64::MAX),
         }
     }
@@ -145,10 +190,24 @@ impl DeviceState {
         }
     }
 
-    /// The kernel clang registered under host address `region_id`.
-    pub fn kernel(&self, region_id: usize) -> Option<BoundKernel> {
+    /// The kernel clang registered under host address `region_id`, for one construct.
+    pub fn kernel(&self, region_id: usize) -> Option<KernelLease> {
+        let epoch = self.kernels_epoch.load(Ordering::Acquire);
+        let last = LAST_KERNEL.try_with(Cell::take).ok().flatten();
+        if let Some(last) = last {
+            if last.device == self.id && last.region == region_id && last.epoch == epoch {
+                return Some(KernelLease(Some(last)));
+            }
+        }
         let images = self.images.lock().unwrap_or_else(|e| e.into_inner());
-        images.kernels.get(&region_id).cloned()
+        let bound = images.kernels.get(&region_id)?.clone();
+        Some(KernelLease(Some(CachedKernel {
+            device: self.id,
+            region: region_id,
+            // Read under the lock that its changes take: the epoch of this very map.
+            epoch: self.kernels_epoch.load(Ordering::Relaxed),
+            bound,
+        })))
     }
 
     /// Loads the image of each registered library not loaded yet that suits this device (the
@@ -320,6 +379,7 @@ impl DeviceState {
                         }),
                     );
                     loaded.kernels.push(entry.address as usize);
+                    self.kernels_epoch.fetch_add(1, Ordering::Release);
                 }
             } else {
                 let symbol = global()?;
@@ -379,6 +439,7 @@ impl DeviceState {
             for region in unloaded.kernels {
                 images.kernels.remove(&region);
             }
+            self.kernels_epoch.fetch_add(1, Ordering::Release);
             for global in unloaded.globals {
                 table.remove(global);
             }
@@ -477,6 +538,115 @@ pub fn dump_table(device: usize, table: &MappingTable, at: &diag::SourceInfo, to
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rustomp_plugin::{AllocKind, ImageInfo};
+    use std::ffi::c_void;
+    use std::ptr::NonNull;
+
+    /// A device that is never asked for anything but its description.
+    struct Idle;
+
+    impl Device for Idle {
+        fn alloc(&self, _: usize, _: AllocKind) -> Result<*mut c_void> {
+            unreachable!()
+        }
+        unsafe fn free(&self, _: *mut c_void, _: AllocKind) -> Result<()> {
+            unreachable!()
+        }
+        unsafe fn copy_to_device(&self, _: *mut c_void, _: *const c_void, _: usize) -> Result<()> {
+            unreachable!()
+        }
+        unsafe fn copy_from_device(
+            &self,
+            _: *mut c_void,
+            _: *const c_void,
+            _: usize,
+        ) -> Result<()> {
+            unreachable!()
+        }
+        unsafe fn copy_within_device(
+            &self,
+            _: *mut c_void,
+            _: *const c_void,
+            _: usize,
+        ) -> Result<()> {
+            unreachable!()
+        }
+        fn load_image(&self, _: &ImageInfo<'_>) -> Result<Box<dyn LoadedImage>> {
+            unreachable!()
+        }
+        fn describe(&self) -> String {
+            "idle".into()
+        }
+    }
+
+    /// An image whose every name is a kernel.
+    struct AnyKernel;
+
+    impl LoadedImage for AnyKernel {
+        fn find_kernel(&self, _: &str) -> Result<Option<NonNull<c_void>>> {
+            Ok(Some(NonNull::dangling()))
+        }
+        fn global(&self, _: &str) -> Result<Option<DeviceGlobal>> {
+            Ok(None)
+        }
+        unsafe fn launch(
+            &self,
+            _: KernelHandle,
+            _: &[*mut c_void],
+            _: &LaunchConfig,
+        ) -> Result<()> {
+            unreachable!()
+        }
+        fn set_indirect_table(&self, _: &IndirectTable) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What loading and unloading a library do to the kernel table: its entries, the epoch.
+    fn bind(device: &DeviceState, region: usize, name: &str) -> BoundKernel {
+        let image: Arc<dyn LoadedImage> = Arc::new(AnyKernel);
+        let kernel = image.kernel(name).unwrap().unwrap();
+        let bound = Arc::new(Bound {
+            image,
+            kernel,
+            name: name.into(),
+        });
+        let mut images = device.images.lock().unwrap();
+        images.kernels.insert(region, bound.clone());
+        device.kernels_epoch.fetch_add(1, Ordering::Release);
+        bound
+    }
+
+    fn unbind(device: &DeviceState, region: usize) {
+        let mut images = device.images.lock().unwrap();
+        images.kernels.remove(&region);
+        device.kernels_epoch.fetch_add(1, Ordering::Release);
+    }
+
+    #[test]
+    fn a_threads_kernel_cache_answers_only_for_the_same_region_device_and_kernels() {
+        let device = DeviceState::new(7, Box::new(Idle));
+        let other = DeviceState::new(8, Box::new(Idle));
+        let region = 0x1000;
+        let first = bind(&device, region, "first");
+        bind(&other, region, "other's");
+        let name = |lease: Option<KernelLease>| lease.map(|k| k.name.to_string());
+        assert_eq!(name(device.kernel(region)).as_deref(), Some("first"));
+        // Found in the cache: no reference taken (the table's, ours, the cache's).
+        let lease = device.kernel(region).unwrap();
+        assert_eq!(Arc::strong_count(&first), 3);
+        drop(lease);
+        // The same region on another device, another region: not the cached kernel.
+        assert_eq!(name(other.kernel(region)).as_deref(), Some("other's"));
+        assert_eq!(name(device.kernel(0x2000)), None);
+        // The library went and another one's kernel has the same host address: the cache,
+        // which held the first, must not answer with it.
+        assert_eq!(name(device.kernel(region)).as_deref(), Some("first"));
+        unbind(&device, region);
+        assert_eq!(name(device.kernel(region)), None);
+        bind(&device, region, "second");
+        assert_eq!(name(device.kernel(region)).as_deref(), Some("second"));
+    }
 
     #[test]
     fn indirect_functions_give_one_pair_and_vtables_one_per_slot() {

@@ -36,6 +36,9 @@ pub struct Runtime {
     /// The devices in OpenMP numbering; appended as registrations bring images for them, never
     /// removed.
     slots: RwLock<Vec<Arc<DeviceSlot>>>,
+    /// The first devices once open, read without the lock on the device list: the path of
+    /// every construct.
+    opened: [OnceLock<&'static DeviceState>; LOCK_FREE_DEVICES],
     libraries: Mutex<Vec<Library>>,
     /// Why registered images found no device to run on (for `mandatory` with no device), per
     /// registered program (its descriptor's address): unregistering drops its reasons.
@@ -44,10 +47,16 @@ pub struct Runtime {
     pub requires: AtomicU64,
 }
 
+/// Devices whose numbers are below this are found without a lock (see `Runtime::opened`).
+const LOCK_FREE_DEVICES: usize = 16;
+
+/// A device, once open, lives as long as the process: the runtime is a static and never drops
+/// one. Constructs borrow it for `'static` instead of counting references to it (an atomic
+/// increment and decrement per construct).
 struct DeviceSlot {
     plugin: usize,
     index: usize,
-    state: OnceLock<std::result::Result<Arc<DeviceState>, OffloadError>>,
+    state: OnceLock<std::result::Result<&'static DeviceState, OffloadError>>,
 }
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -92,6 +101,7 @@ impl Runtime {
             policy,
             plugins,
             slots: RwLock::new(Vec::new()),
+            opened: std::array::from_fn(|_| OnceLock::new()),
             libraries: Mutex::new(Vec::new()),
             unserved: Mutex::new(Vec::new()),
             generation: AtomicU64::new(0),
@@ -251,26 +261,30 @@ impl Runtime {
     }
 
     /// The device if it is open already (no device is opened just to be looked at).
-    pub fn opened_device(&self, id: usize) -> Option<Arc<DeviceState>> {
+    pub fn opened_device(&self, id: usize) -> Option<&'static DeviceState> {
         let slot = self.slots().get(id).cloned()?;
         slot.state
             .get()
-            .and_then(|state| state.as_ref().ok().cloned())
+            .and_then(|state| state.as_ref().ok().copied())
     }
 
     /// Device `id` when it is open and has every registered image loaded (what a construct
-    /// finds but on its first visit): one read of the device list, nothing cloned but the
-    /// device itself. `None` sends the caller to [`device`](Self::device).
-    pub fn ready_device(&self, id: usize) -> Option<Arc<DeviceState>> {
-        let slots = self.slots();
-        let state = slots.get(id)?.state.get()?.as_ref().ok()?;
+    /// finds but on its first visit): no lock and no atomic read-modify-write for the first
+    /// [`LOCK_FREE_DEVICES`], one read of the device list beyond. `None` sends the caller to
+    /// [`device`](Self::device).
+    #[inline]
+    pub fn ready_device(&self, id: usize) -> Option<&'static DeviceState> {
+        let state = match self.opened.get(id) {
+            Some(opened) => *opened.get()?,
+            None => *self.slots().get(id)?.state.get()?.as_ref().ok()?,
+        };
         state
             .loaded(self.generation.load(Ordering::Acquire))
-            .then(|| state.clone())
+            .then_some(state)
     }
 
     /// The device, opened and with every registered library's images loaded.
-    pub fn device(&self, id: usize) -> Result<Arc<DeviceState>> {
+    pub fn device(&self, id: usize) -> Result<&'static DeviceState> {
         let (slot, total) = {
             let slots = self.slots();
             let slot = slots.get(id).cloned().ok_or_else(|| {
@@ -289,13 +303,17 @@ impl Runtime {
             .get_or_init(|| {
                 let plugin = &self.plugins[slot.plugin];
                 plugin.open_device(slot.index, id, total).map(|backend| {
-                    Arc::new(DeviceState::new(id, crate::profile::observe(id, backend)))
+                    let state = DeviceState::new(id, crate::profile::observe(id, backend));
+                    &*Box::leak(Box::new(state))
                 })
             })
             .clone()?;
         let generation = self.generation.load(Ordering::Acquire);
         if !state.loaded(generation) {
-            self.load_images(&state, generation)?;
+            self.load_images(state, generation)?;
+        }
+        if let Some(opened) = self.opened.get(id) {
+            opened.get_or_init(|| state);
         }
         Ok(state)
     }
