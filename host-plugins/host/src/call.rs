@@ -49,21 +49,21 @@ unsafe extern "C" {
     fn rustomp_call_u64_args(function: *const c_void, values: *const u64, count: usize);
 }
 
+/// The values the trampoline reads at least: one per argument register.
+pub const REGISTER_VALUES: usize = 6;
+
+/// Calls `function` with the first `count` values of `buffer`, which holds at least
+/// [`REGISTER_VALUES`] (what lies past `count` is read into registers the function ignores),
+/// so that a caller fills its own buffer and nothing is copied again.
+///
 /// # Safety
-/// `function` takes exactly `values.len()` 64-bit integer or pointer parameters and returns
-/// nothing; the values are valid for it.
-pub unsafe fn call_with_u64_args(function: *const c_void, values: &[u64]) {
-    // The trampoline always loads six registers' worth of values.
-    let mut padded = [0u64; 6];
-    let array = if values.len() >= padded.len() {
-        values
-    } else {
-        padded[..values.len()].copy_from_slice(values);
-        &padded[..]
-    };
-    // SAFETY: `array` holds at least six values and `values.len()` meaningful ones; the
-    // caller guarantees the signature.
-    unsafe { rustomp_call_u64_args(function, array.as_ptr(), values.len()) }
+/// `function` takes exactly `count` 64-bit integer or pointer parameters and returns nothing;
+/// the values are valid for it.
+pub unsafe fn call_with_u64_args(function: *const c_void, buffer: &[u64], count: usize) {
+    assert!(buffer.len() >= count.max(REGISTER_VALUES));
+    // SAFETY: `buffer` holds at least six values and `count` meaningful ones; the caller
+    // guarantees the signature.
+    unsafe { rustomp_call_u64_args(function, buffer.as_ptr(), count) }
 }
 
 #[cfg(test)]
@@ -91,13 +91,21 @@ mod tests {
     #[test]
     fn register_and_stack_arguments_arrive_in_order() {
         // SAFETY: the signatures match the value counts.
-        unsafe { call_with_u64_args(take3 as *const c_void, &[1, 2, 3]) };
+        unsafe { call_with_u64_args(take3 as *const c_void, &[1, 2, 3, 7, 7, 7], 3) };
         assert_eq!(SUM.load(Ordering::SeqCst), 123);
+        let values = [1, 1, 1, 1, 1, 1, 1, 1, 10];
         // SAFETY: as above.
-        unsafe { call_with_u64_args(take9 as *const c_void, &[1, 1, 1, 1, 1, 1, 1, 1, 10]) };
+        unsafe { call_with_u64_args(take9 as *const c_void, &values, values.len()) };
         assert_eq!(
             SUM.load(Ordering::SeqCst),
             1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 90
         );
+    }
+
+    #[test]
+    #[should_panic]
+    fn a_buffer_shorter_than_the_argument_registers_is_refused() {
+        // SAFETY: not called: the buffer is refused first.
+        unsafe { call_with_u64_args(take3 as *const c_void, &[1, 2, 3], 3) };
     }
 }

@@ -381,14 +381,16 @@ impl LoadedImage for HostImage {
             reduction_iter_cnt: 0,
             reduction_buffer: std::ptr::null_mut(),
         };
-        // Most regions have few arguments: keep them on the stack.
+        // Most regions have few arguments: keep them on the stack (at least as many as the
+        // argument registers, which the call reads whatever the count).
         const INLINE: usize = 16;
+        let count = args.len() + 1;
         let mut inline = [0u64; INLINE];
         let mut spilled = Vec::new();
-        let values: &mut [u64] = if args.len() < INLINE {
-            &mut inline[..args.len() + 1]
+        let values: &mut [u64] = if count <= INLINE {
+            &mut inline
         } else {
-            spilled.resize(args.len() + 1, 0);
+            spilled.resize(count, 0);
             &mut spilled
         };
         values[0] = &mut launch_env as *mut KernelLaunchEnvironment as u64;
@@ -399,8 +401,8 @@ impl LoadedImage for HostImage {
             format!("kernel at {:p}", kernel.raw())
         })?;
         // SAFETY: the caller guarantees the kernel takes these values; `call` passes them per
-        // the SysV calling convention.
-        unsafe { call::call_with_u64_args(kernel.raw(), values) };
+        // the SysV calling convention; `values` holds at least INLINE >= 6 of them.
+        unsafe { call::call_with_u64_args(kernel.raw(), values, count) };
         Ok(())
     }
 

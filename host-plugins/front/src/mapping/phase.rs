@@ -323,7 +323,7 @@ impl<'d> Phase<'d> {
     /// Whether this phase's copies are small host memcpys (a device whose memory is the
     /// host's, at most [`IN_PLACE_BYTES`] in all), done without releasing the table lock.
     fn copies_in_place(&self) -> bool {
-        if !self.device.backend.shares_host_memory() {
+        if !self.device.shares_host_memory {
             return false;
         }
         let mut bytes = 0usize;

@@ -393,6 +393,12 @@ impl MappingTable {
         }
     }
 
+    /// The attached pointers of entry `key` that lie entirely inside `[begin, begin + size)`.
+    pub fn shadows_within(&self, key: usize, begin: usize, size: usize) -> Vec<ShadowPointer> {
+        self.range_and_shadows(key, begin, size)
+            .map_or_else(Vec::new, |(_, shadows)| shadows)
+    }
+
     /// The host range of entry `key` and its attached pointers that lie entirely inside
     /// `[begin, begin + size)`.
     pub fn range_and_shadows(
@@ -427,12 +433,6 @@ impl Record {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn shadows(table: &MappingTable, key: usize, begin: usize, size: usize) -> Vec<ShadowPointer> {
-        table
-            .range_and_shadows(key, begin, size)
-            .map_or_else(Vec::new, |(_, s)| s)
-    }
 
     fn entry(begin: usize, end: usize) -> MapEntry {
         MapEntry {
@@ -525,12 +525,12 @@ mod tests {
                 ..shadow
             }
         ));
-        assert_eq!(shadows(&table, 100, 100, 100).len(), 1);
-        assert_eq!(shadows(&table, 100, 100, 8).len(), 0);
-        assert_eq!(shadows(&table, 100, 108, 8)[0].device_value, 0x6000);
+        assert_eq!(table.shadows_within(100, 100, 100).len(), 1);
+        assert_eq!(table.shadows_within(100, 100, 8).len(), 0);
+        assert_eq!(table.shadows_within(100, 108, 8)[0].device_value, 0x6000);
         table.remove(100);
         table.insert(entry(100, 200));
-        assert!(shadows(&table, 100, 100, 100).is_empty());
+        assert!(table.shadows_within(100, 100, 100).is_empty());
     }
 
     #[test]

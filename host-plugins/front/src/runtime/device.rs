@@ -46,7 +46,25 @@ thread_local! {
 /// and no reference count (four atomic read-modify-writes, a fifth of a small construct's
 /// time). The lease goes back to the cache when the construct ends; a thread keeps one kernel
 /// there, so an unloaded image lives on until that thread's next construct (or its exit).
-pub struct KernelLease(Option<CachedKernel>);
+pub struct KernelLease(Option<CachedKernel>, CacheSlot);
+
+/// This thread's [`LAST_KERNEL`], found once per construct (a thread-local access in a shared
+/// library is a call); `None` while the thread is exiting. The raw pointer keeps the lease on
+/// its thread (not `Send`).
+#[derive(Clone, Copy)]
+struct CacheSlot(Option<*const Cell<Option<CachedKernel>>>);
+
+impl CacheSlot {
+    fn this_thread() -> Self {
+        CacheSlot(LAST_KERNEL.try_with(|last| last as *const _).ok())
+    }
+
+    fn cell(&self) -> Option<&Cell<Option<CachedKernel>>> {
+        // SAFETY: the pointer is this thread's `LAST_KERNEL` (a lease does not leave its
+        // thread), which lives as long as the thread, and so longer than the lease.
+        self.0.map(|cell| unsafe { &*cell })
+    }
+}
 
 impl std::ops::Deref for KernelLease {
     type Target = Bound;
@@ -61,10 +79,11 @@ impl std::ops::Deref for KernelLease {
 
 impl Drop for KernelLease {
     fn drop(&mut self) {
-        let cached = self.0.take();
         // A nested construct's lease, given back meanwhile, makes room (at thread exit the
         // kernel just goes).
-        let _ = LAST_KERNEL.try_with(|last| last.set(cached));
+        if let Some(last) = self.1.cell() {
+            last.set(self.0.take());
+        }
     }
 }
 
@@ -94,6 +113,8 @@ type AddressMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<AddressHash
 pub struct DeviceState {
     pub id: usize,
     pub backend: Box<dyn Device>,
+    /// The backend's `shares_host_memory`, asked once: every phase with copies wants it.
+    pub shares_host_memory: bool,
     table: Mutex<MappingTable>,
     /// Signalled when a phase of a construct ends its busy ranges (`mapping::phase::Phase`), if a phase
     /// waits: `waiting` counts them (changed under the table lock), so the common case, nobody
@@ -149,6 +170,7 @@ impl DeviceState {
     pub(super) fn new(id: usize, backend: Box<dyn Device>) -> Self {
         Self {
             id,
+            shares_host_memory: backend.shares_host_memory(),
             backend,
             table: Mutex::new(MappingTable::new()),
             transfers_done: Condvar::new(),
@@ -193,21 +215,22 @@ impl DeviceState {
     /// The kernel clang registered under host address `region_id`, for one construct.
     pub fn kernel(&self, region_id: usize) -> Option<KernelLease> {
         let epoch = self.kernels_epoch.load(Ordering::Acquire);
-        let last = LAST_KERNEL.try_with(Cell::take).ok().flatten();
-        if let Some(last) = last {
+        let slot = CacheSlot::this_thread();
+        if let Some(last) = slot.cell().and_then(Cell::take) {
             if last.device == self.id && last.region == region_id && last.epoch == epoch {
-                return Some(KernelLease(Some(last)));
+                return Some(KernelLease(Some(last), slot));
             }
         }
         let images = self.images.lock().unwrap_or_else(|e| e.into_inner());
         let bound = images.kernels.get(&region_id)?.clone();
-        Some(KernelLease(Some(CachedKernel {
+        let cached = CachedKernel {
             device: self.id,
             region: region_id,
             // Read under the lock that its changes take: the epoch of this very map.
             epoch: self.kernels_epoch.load(Ordering::Relaxed),
             bound,
-        })))
+        };
+        Some(KernelLease(Some(cached), slot))
     }
 
     /// Loads the image of each registered library not loaded yet that suits this device (the
