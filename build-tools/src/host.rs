@@ -29,12 +29,18 @@ pub fn run() -> Result<()> {
             "the workspace has no package `{PACKAGE}` yet (host-plugins/front, the cdylib libomptarget.so): add it to the workspace members, then run `cargo xtask host` again"
         );
     }
+    // The library with its own profile (fat LTO), the programs beside it with the release one.
     Cmd::new(util::cargo())
         .in_root()
-        .args(["build", "--release", "-p", PACKAGE, "-p", PROXY, "-p", INFO])
+        .args(["build", "--profile", "dist", "-p", PACKAGE])
         .hint("the host library did not build; fix the error above")
         .run()?;
-    let built = at("target/release/libomptarget.so");
+    Cmd::new(util::cargo())
+        .in_root()
+        .args(["build", "--release", "-p", PROXY, "-p", INFO])
+        .hint("the proxy or rustomp-info did not build; fix the error above")
+        .run()?;
+    let built = at("target/dist/libomptarget.so");
     if !built.is_file() {
         bail!(
             "`cargo build -p {PACKAGE}` succeeded but wrote no {}: its [lib] must be `name = \"omptarget\"`, `crate-type = [\"cdylib\"]`",

@@ -103,6 +103,7 @@ pub(super) fn measure(
                                 }
                             };
                             rows[at].values[column].push(value);
+                            rows[at].rounds[column].push(r);
                         }
                     }
                     Err(why) => failures.push(Failure {

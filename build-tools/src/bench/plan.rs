@@ -89,6 +89,8 @@ pub(super) struct Row {
     pub(super) name: String,
     pub(super) unit: String,
     pub(super) values: [Vec<f64>; 2],
+    /// The round of each value (a round runs every column once): pairs for `paired_ratio`.
+    pub(super) rounds: [Vec<usize>; 2],
 }
 
 /// A failed run: which column, and why.

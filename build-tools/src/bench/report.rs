@@ -94,17 +94,18 @@ pub(super) fn print_group(
     let ratio_h = format!("{a}/{b}");
     let ratio_w = ratio_h.len().max(6);
     println!(
-        "  {:name_w$}  {:unit_w$}  {ha:26}  {hb:26}  {ratio_h:>ratio_w$}",
-        "benchmark", "unit"
+        "  {:name_w$}  {:unit_w$}  {ha:26}  {hb:26}  {ratio_h:>ratio_w$}  {:>6}",
+        "benchmark", "unit", "paired"
     );
     for row in rows {
         let (r, verdict) = ratio(row);
         println!(
-            "  {:name_w$}  {:unit_w$}  {:26}  {:26}  {r:>ratio_w$}  {verdict}",
+            "  {:name_w$}  {:unit_w$}  {:26}  {:26}  {r:>ratio_w$}  {:>6}  {verdict}",
             row.name,
             row.unit,
             cell(&row.values[0]),
-            cell(&row.values[1])
+            cell(&row.values[1]),
+            paired_ratio(row)
         );
     }
     for (column, v) in variants.iter().enumerate() {
@@ -124,6 +125,28 @@ pub(super) fn print_group(
             );
         }
     }
+}
+
+/// The median of the rounds' ratios ours/reference over the rounds where both columns ran. A
+/// round runs each column once, one right after the other, so when the machine changes speed
+/// between rounds (the shared development VMs run a whole process at full or at half speed)
+/// both values of a pair move together, where each column's median alone depends on how its
+/// runs fell.
+pub(super) fn paired_ratio(row: &Row) -> String {
+    let reference: std::collections::HashMap<usize, f64> = row.rounds[1]
+        .iter()
+        .copied()
+        .zip(row.values[1].iter().copied())
+        .collect();
+    let ratios: Vec<f64> = row.rounds[0]
+        .iter()
+        .zip(&row.values[0])
+        .filter_map(|(round, ours)| {
+            let theirs = *reference.get(round)?;
+            (theirs != 0.0).then(|| ours / theirs)
+        })
+        .collect();
+    stats(&ratios).map_or("-".into(), |(median, _, _)| format!("{median:.2}"))
 }
 
 /// `machine: 2 CPUs (AMD EPYC), load average 0.50, 2025-01-01 12:00 UTC`: for the report's header.
@@ -176,11 +199,43 @@ mod tests {
     }
 
     #[test]
+    fn paired_ratios_follow_the_rounds() {
+        // Ours ran at half speed from round 4, the reference from round 5: each column's
+        // median is a slow run, the reference's a fast one, and their ratio (0.20) says less
+        // than the rounds, of which all but one give 0.10.
+        let row = Row {
+            name: "x".into(),
+            unit: "ns/region".into(),
+            values: [
+                vec![1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0],
+                vec![10.0, 10.0, 10.0, 10.0, 20.0, 20.0, 20.0],
+            ],
+            rounds: [(0..7).collect(), (0..7).collect()],
+        };
+        assert_eq!(ratio(&row).0, "0.20");
+        assert_eq!(paired_ratio(&row), "0.10");
+        // Failed runs: only the rounds where both columns ran count (here rounds 1 and 3).
+        let gaps = Row {
+            values: [vec![1.0, 3.0, 2.0], vec![10.0, 20.0]],
+            rounds: [vec![1, 2, 3], vec![1, 3]],
+            ..row.clone()
+        };
+        assert_eq!(paired_ratio(&gaps), "0.10");
+        let none = Row {
+            rounds: [vec![0], vec![1]],
+            values: [vec![1.0], vec![2.0]],
+            ..row
+        };
+        assert_eq!(paired_ratio(&none), "-");
+    }
+
+    #[test]
     fn direction_of_the_ratio() {
         let row = |unit: &str, a: f64, b: f64| Row {
             name: "x".into(),
             unit: unit.into(),
             values: [vec![a], vec![b]],
+            rounds: [vec![0], vec![0]],
         };
         assert_eq!(ratio(&row("ns/region", 200.0, 100.0)).1, "slower");
         assert_eq!(ratio(&row("regions/s", 200.0, 100.0)).1, "faster");
