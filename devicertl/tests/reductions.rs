@@ -133,9 +133,6 @@ unsafe extern "C" fn shuffle_and_reduce(list: *mut c_void, lane: i16, offset: i1
 
 unsafe extern "C" fn inter_warp_copy(list: *mut c_void, warps: i32) {
     let list = unsafe { &*(list as *const List) };
-    let tid = __kmpc_get_hardware_thread_id_in_block() as u32;
-    let (warp_id, lane) = (tid / warp_size(), tid % warp_size());
-    let medium = |i: u32| unsafe { &*list.medium.add(i as usize) };
     // Word by word, as clang does: i64, f64 (two words each) and u32.
     let words: [*mut u32; 5] = [
         list.sum as *mut u32,
@@ -144,21 +141,31 @@ unsafe extern "C" fn inter_warp_copy(list: *mut c_void, warps: i32) {
         unsafe { (list.max as *mut u32).add(1) },
         list.xor,
     ];
-    // The transfer array is team-shared memory that the compiler's code reads and writes
-    // plainly: watched, so a barrier the GPU's tools cannot see is reported as the race
-    // compute-sanitizer reported on an H200 (program 120, regions of 40 threads).
-    let watch = |i: u32| medium(i) as *const AtomicU32 as *const u8;
     for word in words {
-        __kmpc_barrier(core::ptr::null(), 0);
-        if lane == 0 {
-            race::write(watch(warp_id), 4, "inter_warp_copy: warp master stores");
-            medium(warp_id).store(unsafe { *word }, Relaxed);
-        }
-        __kmpc_barrier(core::ptr::null(), 0);
-        if tid < warps as u32 {
-            race::read(watch(tid), 4, "inter_warp_copy: thread `warp` loads");
-            unsafe { *word = medium(tid).load(Relaxed) };
-        }
+        copy_word_between_warps(word, list.medium, warps);
+    }
+}
+
+/// One 32-bit word through the team's transfer array `medium`, between two barriers, as
+/// clang-22's inter-warp copy moves it: each warp's first lane stores its warp's value, then
+/// thread `w` of the first `warps` loads warp `w`'s. The transfer array is team-shared memory
+/// that the compiler's code reads and writes plainly: watched, so a barrier the GPU's tools
+/// cannot see is reported as the race compute-sanitizer reported on an H200 (program 120,
+/// regions of 40 threads).
+fn copy_word_between_warps(word: *mut u32, medium: *const AtomicU32, warps: i32) {
+    let tid = __kmpc_get_hardware_thread_id_in_block() as u32;
+    let (warp_id, lane) = (tid / warp_size(), tid % warp_size());
+    let medium = |i: u32| unsafe { &*medium.add(i as usize) };
+    let watch = |i: u32| medium(i) as *const AtomicU32 as *const u8;
+    __kmpc_barrier(core::ptr::null(), 0);
+    if lane == 0 {
+        race::write(watch(warp_id), 4, "inter_warp_copy: warp master stores");
+        medium(warp_id).store(unsafe { *word }, Relaxed);
+    }
+    __kmpc_barrier(core::ptr::null(), 0);
+    if tid < warps as u32 {
+        race::read(watch(tid), 4, "inter_warp_copy: thread `warp` loads");
+        unsafe { *word = medium(tid).load(Relaxed) };
     }
 }
 
@@ -803,28 +810,15 @@ unsafe extern "C" fn c_shuffle_and_reduce(
 /// through the team's transfer array, between two barriers.
 unsafe extern "C" fn c_inter_warp_copy(list: *mut c_void, warps: i32) {
     let list = unsafe { &*(list as *const CList) };
-    let tid = __kmpc_get_hardware_thread_id_in_block() as u32;
-    let (warp_id, lane) = (tid / warp_size(), tid % warp_size());
-    if tid == 0 {
+    if __kmpc_get_hardware_thread_id_in_block() == 0 {
         let counters = unsafe { &*list.counters };
         counters.inter_warp_copies[block_id() as usize].fetch_add(1, Relaxed);
     }
-    let medium = |i: u32| unsafe { &*list.medium.add(i as usize) };
-    let watch = |i: u32| medium(i) as *const AtomicU32 as *const u8;
     for (k, v) in list.clause().0.iter().enumerate() {
         let words = v.bytes() / 4;
         for w in 0..words {
             let word = unsafe { (list.var(k) as *mut u32).add(if words == 1 { 0 } else { w }) };
-            __kmpc_barrier(core::ptr::null(), 0);
-            if lane == 0 {
-                race::write(watch(warp_id), 4, "inter_warp_copy: warp master stores");
-                medium(warp_id).store(unsafe { *word }, Relaxed);
-            }
-            __kmpc_barrier(core::ptr::null(), 0);
-            if tid < warps as u32 {
-                race::read(watch(tid), 4, "inter_warp_copy: thread `warp` loads");
-                unsafe { *word = medium(tid).load(Relaxed) };
-            }
+            copy_word_between_warps(word, list.medium, warps);
         }
     }
 }
