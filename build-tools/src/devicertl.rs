@@ -98,6 +98,7 @@ pub fn outputs() -> Vec<PathBuf> {
         v.push(lib.join(t.bc_name));
         v.push(lib.join(t.triple).join("libompdevice.a"));
     }
+    v.push(crate::vgpu::runtime_object());
     v
 }
 
@@ -470,6 +471,9 @@ fn lay_out(t: &Target, built: &Built) -> Result<()> {
         .run()?;
     std::fs::rename(&tmp, &archive)
         .context(|| format!("cannot rename {} to {}", tmp.display(), archive.display()))?;
+    if t.triple == crate::vgpu::nvptx_target().triple {
+        crate::vgpu::build_runtime_object(&built.archive_member)?;
+    }
     Ok(())
 }
 

@@ -12,6 +12,7 @@ use crate::util::{self, at, Cmd, Result};
 use std::path::Path;
 
 const PACKAGE: &str = "rustomp-front";
+const VGPU: &str = "rustomp-vgpu";
 
 fn package_exists() -> Result<bool> {
     let meta = Cmd::new(util::cargo())
@@ -37,8 +38,8 @@ pub fn run() -> Result<()> {
         .run()?;
     Cmd::new(util::cargo())
         .in_root()
-        .args(["build", "--release", "-p", PROXY, "-p", INFO])
-        .hint("the proxy or rustomp-info did not build; fix the error above")
+        .args(["build", "--release", "-p", PROXY, "-p", INFO, "-p", VGPU])
+        .hint("the proxy, rustomp-info or the virtual GPU did not build; fix the error above")
         .run()?;
     let built = at("target/dist/libomptarget.so");
     if !built.is_file() {
@@ -58,6 +59,12 @@ pub fn run() -> Result<()> {
     // finds the MPI shim in ../lib, as the proxy does.
     let info = dist_bin().join(INFO);
     util::install(&at("target/release").join(INFO), &info)?;
+    // The virtual GPU's hardware, which the virtual-GPU plugin loads and retargeted images
+    // link against (see build-tools/src/vgpu).
+    util::install(
+        &at("target/release").join(crate::vgpu::HARDWARE_LIBRARY),
+        &lib.join(crate::vgpu::HARDWARE_LIBRARY),
+    )?;
     mpi_shim()?;
     link_llvm_reference();
     crate::host_devicertl::build()?;

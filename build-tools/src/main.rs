@@ -20,6 +20,7 @@ mod sanitize;
 mod setup;
 mod test;
 mod util;
+mod vgpu;
 
 use util::Result;
 

@@ -452,3 +452,27 @@ mod tests {
         assert!(exec_mode::is_spmd(exec_mode::SPMD_NO_LOOP));
     }
 }
+
+/// One launch on the virtual GPU (`librustomp_vgpu.so`'s `rustomp_vgpu_launch`): the geometry,
+/// and the function every emulated device thread calls with `context` (the plugin's call of the
+/// kernel with its arguments).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct VgpuLaunch {
+    pub blocks: u32,
+    pub threads: u32,
+    pub warp: u32,
+    pub dynamic_shared_bytes: u32,
+    /// Stack of each emulated thread.
+    pub stack_bytes: u64,
+    /// A launch still running after this many milliseconds is reported and the process stopped.
+    pub watchdog_ms: u64,
+    /// NUL-terminated, for messages.
+    pub kernel_name: *const core::ffi::c_char,
+    pub thread_entry: unsafe extern "C" fn(context: *mut core::ffi::c_void),
+    pub context: *mut core::ffi::c_void,
+}
+const_assert_eq!(size_of::<VgpuLaunch>(), 56);
+const_assert_eq!(offset_of!(VgpuLaunch, stack_bytes), 16);
+const_assert_eq!(offset_of!(VgpuLaunch, kernel_name), 32);
+const_assert_eq!(offset_of!(VgpuLaunch, context), 48);

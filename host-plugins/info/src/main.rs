@@ -35,13 +35,18 @@ usage: rustomp-info [--help | --version]
 
 Lists each offload plugin of rustomp's libomptarget.so.22.1 and its devices (kind, name,
 architecture, memory, limits, driver), or why the plugin has none. Reads the variables the
-runtime reads: RUSTOMP_CUDA_DRIVER, RUSTOMP_HSA_RUNTIME, RUSTOMP_HOST_DEVICES. Under
+runtime reads: RUSTOMP_CUDA_DRIVER, RUSTOMP_HSA_RUNTIME, RUSTOMP_HOST_DEVICES, RUSTOMP_VGPU_LIBRARY.
+The virtual GPU is listed always; programs use it under RUSTOMP_VGPU=1. Under
 `mpirun -np N rustomp-proxy : -np 1 rustomp-info` it also lists the proxies' devices, each as
 (rank, local device).";
 
 /// The built-in plugins, constructed and ordered as the host library does.
 fn plugins() -> Vec<Box<dyn Plugin>> {
     vec![
+        // Listed always; programs use it only under RUSTOMP_VGPU=1.
+        Box::new(rustomp_vgpu_plugin::VgpuPlugin::new(
+            rustomp_vgpu_plugin::VgpuDriver::new(),
+        )),
         Box::new(rustomp_cuda_plugin::CudaPlugin::new(
             rustomp_cuda_plugin::CudaDriver::new(),
         )),

@@ -79,7 +79,14 @@ impl Runtime {
         let plugins: Vec<Box<dyn Plugin>> = if policy == Policy::Disabled {
             Vec::new()
         } else {
-            let mut built_in: Vec<Box<dyn Plugin>> = vec![
+            let mut built_in: Vec<Box<dyn Plugin>> = Vec::new();
+            // RUSTOMP_VGPU=1: nvptx images run on the virtual GPU, before any real one.
+            if rustomp_vgpu_plugin::enabled() {
+                built_in.push(Box::new(rustomp_vgpu_plugin::VgpuPlugin::new(
+                    rustomp_vgpu_plugin::VgpuDriver::new(),
+                )));
+            }
+            built_in.extend::<[Box<dyn Plugin>; 3]>([
                 Box::new(rustomp_cuda_plugin::CudaPlugin::new(
                     rustomp_cuda_plugin::CudaDriver::new(),
                 )),
@@ -87,7 +94,7 @@ impl Runtime {
                     rustomp_amdgpu_plugin::AmdgpuDriver::new(),
                 )),
                 Box::new(rustomp_host_plugin::HostPlugin::new()),
-            ];
+            ]);
             // Target RTLs found by naming convention come after ours (see `external`).
             built_in.extend(crate::external::discover());
             // Other nodes' devices, through rustomp-proxy ranks, after every local plugin

@@ -1,0 +1,528 @@
+//! The virtual-GPU plugin: runs a program's nvptx64 device code on the CPU, warp by warp, with
+//! the GPU's execution model, when `RUSTOMP_VGPU=1`.
+//!
+//! `cargo xtask cc --offload-arch=sm_XX` puts the program's real device IR, retargeted to
+//! x86_64, into the program as the section `.rustomp.vgpu` (`build-tools/src/vgpu`). When the
+//! program registers its nvptx image, this plugin finds that section in the file the image
+//! lies in, loads the shared object it holds, and runs its kernels on `librustomp_vgpu.so`
+//! (`host-plugins/vgpu-hw`): each team's threads are OS threads, warps meet for shuffles and
+//! votes, barriers are real meetings, and a kernel that does not finish within
+//! `RUSTOMP_VGPU_WATCHDOG` seconds (300 by default) is named and stopped.
+//!
+//! Everything else is the generic GPU layer's, exactly as for CUDA: the image's declared
+//! parameters (read from the cubin), the device environment, the kernel environment and the
+//! geometry it gives, launch environments and teams-reduction buffers, constructors, the
+//! indirect-call table, the host-call port. The device's memory is host memory that the
+//! program's own copies never alias, so a missing map fails here as it would on a GPU.
+
+use core::ffi::{c_char, c_void};
+use rustomp_abi::VgpuLaunch;
+use rustomp_host_plugin::call;
+use rustomp_host_plugin::memory_object::MemoryObject;
+use rustomp_plugin::generic::{
+    Backend, DeviceInfo, Driver, GenericPlugin, GlobalSymbol, Initializers, KernelLaunch,
+};
+use rustomp_plugin::geometry::{GridValues, NVPTX_GRID_VALUES};
+use rustomp_plugin::image::ImageKind;
+use rustomp_plugin::{AllocKind, ErrorKind, OffloadError, Result};
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+
+/// The section of a program that holds its virtual-GPU image.
+pub const SECTION: &str = ".rustomp.vgpu";
+/// The virtual GPU's hardware library, beside this library.
+pub const HARDWARE_LIBRARY: &str = "librustomp_vgpu.so";
+/// The environment variable that turns the plugin on.
+pub const ENABLE: &str = "RUSTOMP_VGPU";
+
+/// Whether the program asked for the virtual GPU.
+pub fn enabled() -> bool {
+    std::env::var(ENABLE).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+pub type VgpuPlugin = GenericPlugin<VgpuDriver>;
+
+type LaunchFn = unsafe extern "C" fn(*const VgpuLaunch, *mut c_char, usize) -> i32;
+
+/// The hardware library, loaded once and never unloaded (retargeted images link to it).
+#[derive(Clone, Copy)]
+pub struct Hardware {
+    launch: LaunchFn,
+}
+
+#[derive(Default)]
+pub struct VgpuDriver {
+    hardware: std::sync::OnceLock<Hardware>,
+}
+
+impl VgpuDriver {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Where the hardware library is: `RUSTOMP_VGPU_LIBRARY`, else beside the library this code is
+/// in (`dist/lib`).
+fn hardware_path() -> std::result::Result<PathBuf, String> {
+    if let Ok(path) = std::env::var("RUSTOMP_VGPU_LIBRARY") {
+        return Ok(PathBuf::from(path));
+    }
+    let mut info = libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: the address of a function of this object; dladdr fills `info`.
+    let found = unsafe { libc::dladdr(hardware_path as *const c_void, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return Err("cannot tell which file the runtime was loaded from".into());
+    }
+    // SAFETY: dladdr's file name is a NUL-terminated string of the loader's.
+    let own = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+    let dir = Path::new(own.as_ref())
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    // Beside libomptarget.so in dist/lib, or in ../lib of a program in dist/bin (rustomp-info).
+    let beside = dir.join(HARDWARE_LIBRARY);
+    let lib = dir.join("../lib").join(HARDWARE_LIBRARY);
+    Ok(if !beside.is_file() && lib.is_file() {
+        lib
+    } else {
+        beside
+    })
+}
+
+fn load_hardware() -> std::result::Result<Hardware, String> {
+    let path = hardware_path()?;
+    let c_path = CString::new(path.display().to_string()).map_err(|e| e.to_string())?;
+    // SAFETY: a valid path. RTLD_GLOBAL: the retargeted images find its symbols.
+    let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+    if handle.is_null() {
+        return Err(format!(
+            "cannot load {}: {}",
+            path.display(),
+            rustomp_plugin::last_dl_error()
+        ));
+    }
+    // SAFETY: a valid handle and name.
+    let launch = unsafe { libc::dlsym(handle, c"rustomp_vgpu_launch".as_ptr()) };
+    if launch.is_null() {
+        return Err(format!("{} has no rustomp_vgpu_launch", path.display()));
+    }
+    Ok(Hardware {
+        // SAFETY: the symbol is the hardware library's launch, of this signature.
+        launch: unsafe { core::mem::transmute::<*mut c_void, LaunchFn>(launch) },
+    })
+}
+
+/// The one virtual device.
+#[derive(Clone)]
+pub struct Properties;
+
+impl Driver for VgpuDriver {
+    type Device = VgpuDevice;
+    type Properties = Properties;
+
+    fn name(&self) -> &'static str {
+        "vgpu"
+    }
+
+    fn accepts(&self, kind: &ImageKind, triple: &str) -> bool {
+        (triple.is_empty() || triple.starts_with("nvptx64"))
+            && matches!(kind, ImageKind::Cubin { .. })
+    }
+
+    fn initialize(&self) -> std::result::Result<Vec<Properties>, String> {
+        let hardware = load_hardware()?;
+        let _ = self.hardware.set(hardware);
+        Ok(vec![Properties])
+    }
+
+    fn runs(
+        &self,
+        _: &Properties,
+        kind: &ImageKind,
+        _arch: &str,
+    ) -> std::result::Result<(), String> {
+        match kind {
+            ImageKind::Cubin { .. } => Ok(()),
+            other => Err(format!(
+                "the virtual GPU runs programs' cubins (with their retargeted device code), not a {}",
+                other.label()
+            )),
+        }
+    }
+
+    fn open(&self, _: &Properties, _index: usize) -> Result<VgpuDevice> {
+        let hardware = *self.hardware.get().ok_or_else(|| {
+            OffloadError::new(
+                ErrorKind::DeviceUnavailable,
+                "the virtual GPU is not initialized",
+            )
+        })?;
+        Ok(VgpuDevice::new(hardware))
+    }
+}
+
+/// Ticks of `%globaltimer` per second (nanoseconds, as on NVIDIA GPUs).
+const CLOCK_HZ: u64 = 1_000_000_000;
+
+pub struct VgpuDevice {
+    hardware: Hardware,
+    info: DeviceInfo,
+    stack_bytes: u64,
+    watchdog_ms: u64,
+}
+
+impl VgpuDevice {
+    fn new(hardware: Hardware) -> Self {
+        let seconds = std::env::var("RUSTOMP_VGPU_WATCHDOG")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(300);
+        Self {
+            hardware,
+            info: DeviceInfo {
+                name: "rustomp virtual GPU".into(),
+                arch: "sm_90".into(),
+                // A small GPU: a launch's teams run one after another on the host.
+                grid_values: GridValues {
+                    default_teams: 4,
+                    ..NVPTX_GRID_VALUES
+                },
+                max_block_threads: 1024,
+                max_grid_teams: 65535,
+                hardware_parallelism: 4 * 64,
+                clock_frequency: CLOCK_HZ,
+                total_memory: 16 << 30,
+            },
+            stack_bytes: 1 << 20,
+            watchdog_ms: seconds.saturating_mul(1000),
+        }
+    }
+}
+
+/// A loaded image: the retargeted shared object.
+pub struct VgpuModule {
+    object: MemoryObject,
+    /// The names of the kernels looked up, for messages (each function points at its own).
+    names: std::sync::Mutex<Vec<Box<std::ffi::CStr>>>,
+}
+
+/// A kernel of a loaded image.
+#[derive(Clone, Copy)]
+pub struct VgpuFunction {
+    entry: *const c_void,
+    /// NUL-terminated, owned by the module.
+    name: *const c_char,
+}
+// SAFETY: the address of code in a loaded object; calling it is the launch's business.
+unsafe impl Send for VgpuFunction {}
+// SAFETY: as above.
+unsafe impl Sync for VgpuFunction {}
+
+fn failed(kind: ErrorKind) -> impl Fn(String) -> OffloadError {
+    move |why| OffloadError::new(kind, why)
+}
+
+/// The file a loaded object was mapped from, for the object holding `address`.
+fn file_holding(address: *const u8) -> Option<PathBuf> {
+    let mut info = libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: dladdr only reads the loader's tables for `address`.
+    let found = unsafe { libc::dladdr(address as *const c_void, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string of the loader's.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+    // The main program's name is empty or how it was started; its file is /proc/self/exe.
+    let main = std::env::current_exe().ok();
+    if name.is_empty()
+        || main
+            .as_deref()
+            .is_some_and(|m| Path::new(name.as_ref()) == m)
+    {
+        return main;
+    }
+    let path = PathBuf::from(name.as_ref());
+    if path.is_file() {
+        Some(path)
+    } else {
+        main
+    }
+}
+
+/// The bytes of `section` in the ELF file `bytes`.
+fn section<'a>(bytes: &'a [u8], name: &str) -> std::result::Result<Option<&'a [u8]>, String> {
+    use object::elf::FileHeader64;
+    use object::read::elf::{FileHeader, SectionHeader};
+    use object::LittleEndian as LE;
+    let header = FileHeader64::<LE>::parse(bytes).map_err(|e| e.to_string())?;
+    let sections = header.sections(LE, bytes).map_err(|e| e.to_string())?;
+    let Some((_, found)) = sections.section_by_name(LE, name.as_bytes()) else {
+        return Ok(None);
+    };
+    found
+        .data(LE, bytes)
+        .map(Some)
+        .map_err(|e| format!("section {name}: {e}"))
+}
+
+impl Backend for VgpuDevice {
+    type Module = VgpuModule;
+    type Function = VgpuFunction;
+    const INITIALIZERS: Initializers = Initializers::ObjectArray {
+        init_kernel: "nvptx$device$init",
+        fini_kernel: "nvptx$device$fini",
+    };
+
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc(&self, bytes: usize, _kind: AllocKind) -> Result<u64> {
+        // 256-byte aligned, as cuMemAlloc's; never null, even for 0 bytes.
+        // SAFETY: a valid alignment and a size that is a multiple of it.
+        let p = unsafe { libc::aligned_alloc(256, bytes.max(1).next_multiple_of(256)) };
+        if p.is_null() {
+            return Err(OffloadError::new(
+                ErrorKind::OutOfMemory,
+                format!("no host memory for {bytes} bytes of virtual-GPU memory"),
+            ));
+        }
+        Ok(p as u64)
+    }
+
+    unsafe fn free(&self, address: u64, _kind: AllocKind) -> Result<()> {
+        // SAFETY: the caller's contract: from `alloc`, freed once.
+        unsafe { libc::free(address as *mut c_void) };
+        Ok(())
+    }
+
+    unsafe fn copy_to_device(&self, device: u64, host: *const u8, bytes: usize) -> Result<()> {
+        // SAFETY: the caller's contract: both ranges hold `bytes`.
+        unsafe { std::ptr::copy(host, device as *mut u8, bytes) };
+        Ok(())
+    }
+
+    unsafe fn copy_from_device(&self, host: *mut u8, device: u64, bytes: usize) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { std::ptr::copy(device as *const u8, host, bytes) };
+        Ok(())
+    }
+
+    unsafe fn copy_within_device(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
+        Ok(())
+    }
+
+    fn load_module(&self, bytes: &[u8], _kind: &ImageKind) -> Result<VgpuModule> {
+        let file = file_holding(bytes.as_ptr()).ok_or_else(|| {
+            OffloadError::new(
+                ErrorKind::InvalidImage,
+                "cannot tell which file the nvptx image was registered from",
+            )
+        })?;
+        let whole = std::fs::read(&file).map_err(|e| {
+            OffloadError::new(
+                ErrorKind::InvalidImage,
+                format!("cannot read {}: {e}", file.display()),
+            )
+        })?;
+        let image = section(&whole, SECTION)
+            .map_err(|why| {
+                OffloadError::new(
+                    ErrorKind::InvalidImage,
+                    format!("{} is not a readable ELF file: {why}", file.display()),
+                )
+            })?
+            .ok_or_else(|| {
+                OffloadError::new(
+                    ErrorKind::InvalidImage,
+                    format!(
+                        "{} has no virtual-GPU image (section {SECTION}): build it with `cargo xtask cc --offload-arch=sm_XX` in one command that compiles and links its sources (RUSTOMP_VGPU_BUILD unset)",
+                        file.display()
+                    ),
+                )
+            })?;
+        let object = MemoryObject::open(image).map_err(|why| {
+            OffloadError::new(
+                ErrorKind::InvalidImage,
+                format!(
+                    "cannot load the virtual-GPU image of {}: {why}",
+                    file.display()
+                ),
+            )
+        })?;
+        Ok(VgpuModule {
+            object,
+            names: Default::default(),
+        })
+    }
+
+    fn global(&self, module: &VgpuModule, name: &str) -> Result<Option<GlobalSymbol>> {
+        Ok(module
+            .object
+            .lookup(name)
+            .map(|(address, size)| GlobalSymbol {
+                address: address.as_ptr() as u64,
+                size,
+            }))
+    }
+
+    fn function(&self, module: &VgpuModule, name: &str) -> Result<Option<VgpuFunction>> {
+        let Some((address, _)) = module.object.lookup(name) else {
+            return Ok(None);
+        };
+        let owned: Box<std::ffi::CStr> = CString::new(name)
+            .map_err(|e| OffloadError::new(ErrorKind::InvalidArgument, e.to_string()))?
+            .into_boxed_c_str();
+        let name_ptr = owned.as_ptr();
+        module
+            .names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(owned);
+        Ok(Some(VgpuFunction {
+            entry: address.as_ptr(),
+            name: name_ptr,
+        }))
+    }
+
+    fn function_max_threads(&self, _function: VgpuFunction) -> Result<u32> {
+        Ok(self.info.max_block_threads)
+    }
+
+    unsafe fn launch(
+        &self,
+        function: VgpuFunction,
+        launch: &KernelLaunch<'_>,
+        while_running: Option<&mut dyn FnMut() -> bool>,
+    ) -> Result<()> {
+        let [blocks, by, bz] = launch.blocks;
+        let [threads, ty, tz] = launch.threads;
+        if by * bz != 1 || ty * tz != 1 {
+            return Err(OffloadError::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "the virtual GPU runs one-dimensional launches, not {:?} x {:?}",
+                    launch.blocks, launch.threads
+                ),
+            ));
+        }
+        // The call reads at least one value per argument register.
+        let mut values = launch.args.to_vec();
+        values.resize(values.len().max(call::REGISTER_VALUES), 0);
+        let context = Call {
+            entry: function.entry,
+            values: &values,
+            count: launch.args.len(),
+        };
+        let spec = VgpuLaunch {
+            blocks,
+            threads,
+            warp: self.info.grid_values.warp_size,
+            dynamic_shared_bytes: launch.dynamic_shared_bytes,
+            stack_bytes: self.stack_bytes,
+            watchdog_ms: self.watchdog_ms,
+            kernel_name: function.name,
+            thread_entry: run_thread,
+            context: &context as *const Call as *mut c_void,
+        };
+        let mut error = vec![0 as c_char; 1024];
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let spec = SendLaunch(spec);
+        let status = std::thread::scope(|scope| {
+            let runner = scope.spawn(|| {
+                let whole: &SendLaunch = &spec;
+                let spec = &whole.0;
+                // SAFETY: the spec's entry and context stay valid until the scope ends; the
+                // error buffer is writable for its length.
+                let status =
+                    unsafe { (self.hardware.launch)(spec, error.as_mut_ptr(), error.len()) };
+                done.store(true, std::sync::atomic::Ordering::Release);
+                status
+            });
+            // The host-call port and the printf drain are served while the kernel runs.
+            if let Some(serve) = while_running {
+                while !done.load(std::sync::atomic::Ordering::Acquire) {
+                    if !serve() {
+                        std::thread::sleep(std::time::Duration::from_micros(50));
+                    }
+                }
+            }
+            runner.join()
+        });
+        match status {
+            Ok(0) => Ok(()),
+            Ok(_) => {
+                // SAFETY: the hardware wrote a NUL-terminated message.
+                let why = unsafe { std::ffi::CStr::from_ptr(error.as_ptr()) }.to_string_lossy();
+                Err(failed(ErrorKind::LaunchFailed)(why.into_owned()))
+            }
+            Err(_) => Err(failed(ErrorKind::LaunchFailed)(
+                "the virtual GPU's launch thread panicked".into(),
+            )),
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "sm_90 device code retargeted to the host; each team's threads are OS threads, teams run in turn; watchdog {} s",
+            self.watchdog_ms / 1000
+        )
+    }
+}
+
+/// The launch, handed to the thread that runs it.
+struct SendLaunch(VgpuLaunch);
+// SAFETY: its pointers (the kernel's name, the `Call`) live until the launch's scope ends, and
+// the hardware calls the entry with the context from its own threads, as the launch allows.
+unsafe impl Send for SendLaunch {}
+// SAFETY: as above.
+unsafe impl Sync for SendLaunch {}
+
+/// One kernel call, as every emulated thread makes it.
+struct Call<'a> {
+    entry: *const c_void,
+    values: &'a [u64],
+    count: usize,
+}
+
+unsafe extern "C" fn run_thread(context: *mut c_void) {
+    // SAFETY: `launch` passes a `Call` that outlives the launch.
+    let call = unsafe { &*(context as *const Call<'_>) };
+    // SAFETY: the kernel takes `count` 64-bit values (the generic layer checked them against
+    // the image's parameters); `values` holds at least REGISTER_VALUES.
+    unsafe { call::call_with_u64_args(call.entry, call.values, call.count) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_section_is_none_and_garbage_is_an_error() {
+        let own = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        assert_eq!(section(&own, SECTION).unwrap(), None);
+        assert!(section(&own, ".text").unwrap().is_some());
+        assert!(section(b"not an elf file", SECTION).is_err());
+    }
+
+    #[test]
+    fn only_cubins_are_taken() {
+        let d = VgpuDriver::new();
+        assert!(d.accepts(&ImageKind::Cubin { sm: 90 }, ""));
+        assert!(d.accepts(&ImageKind::Cubin { sm: 70 }, "nvptx64-nvidia-cuda"));
+        assert!(!d.accepts(&ImageKind::HostElf, ""));
+        assert!(!d.accepts(&ImageKind::Ptx { sm: None }, ""));
+    }
+}
