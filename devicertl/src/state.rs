@@ -278,6 +278,13 @@ pub fn is_spmd() -> bool {
     rustomp_abi::exec_mode::is_spmd(team().exec_mode.load(Ordering::Relaxed) as u8)
 }
 
+/// Whether the kernel is SPMD as clang emitted it (a combined `distribute parallel for`), not
+/// a generic kernel openmp-opt made SPMD (generic-SPMD), whose distribute loop body may hold
+/// any number of parallel regions per iteration.
+pub fn is_spmd_as_emitted() -> bool {
+    team().exec_mode.load(Ordering::Relaxed) as u8 == rustomp_abi::exec_mode::SPMD
+}
+
 /// Generic mode: the thread that runs the sequential part, alone in the last warp (its first
 /// lane; as in LLVM). It must not share a warp with workers: a warp whose lanes wait at
 /// different barriers (or where one lane waits for another's barrier) hangs or is undefined.

@@ -952,6 +952,10 @@ impl Combined {
             let mut team_copy = clause.identity();
             let team_copy_ptr = Shared(&mut team_copy as *mut Vec<Val>);
             let (mut last, mut lb, mut ub, mut stride) = (0i32, 0u64, n - 1, 0i64);
+            // Where the thread's team-shared stack ends before the loop: it must end there
+            // again after `__kmpc_distribute_static_fini` (the stash given back whole).
+            let stack_top = devicertl::memory::__kmpc_alloc_shared(16);
+            devicertl::memory::__kmpc_free_shared(stack_top, 16);
             // SAFETY: the pointers are this thread's locals.
             unsafe {
                 __kmpc_distribute_static_init_8u(
@@ -1036,6 +1040,12 @@ impl Combined {
                 index += 1;
             }
             __kmpc_distribute_static_fini(core::ptr::null(), 0);
+            let after = devicertl::memory::__kmpc_alloc_shared(16);
+            devicertl::memory::__kmpc_free_shared(after, 16);
+            assert_eq!(
+                after, stack_top,
+                "the distribute loop left part of its reduction stash reserved"
+            );
             if self.target == Target::PerThread {
                 let mut list = list_of(&mut team_copy);
                 let lp = &mut list as *mut CList as *mut c_void;

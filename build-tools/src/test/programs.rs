@@ -254,6 +254,8 @@ pub(super) fn parse_header(text: &str) -> Header {
 pub(super) enum Scope {
     Host,
     Gpu,
+    /// The virtual GPU: its own `vgpu:` lines and the GPU's.
+    VirtualGpu,
 }
 
 /// The programs documented as failing where `scope` runs them: (name, why).
@@ -264,7 +266,9 @@ pub(super) fn known_failures(path: &std::path::Path, scope: Scope) -> Vec<(Strin
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .filter_map(|l| {
             let (applies, l) = if let Some(rest) = l.strip_prefix("gpu:") {
-                (scope == Scope::Gpu, rest.trim())
+                (matches!(scope, Scope::Gpu | Scope::VirtualGpu), rest.trim())
+            } else if let Some(rest) = l.strip_prefix("vgpu:") {
+                (scope == Scope::VirtualGpu, rest.trim())
             } else if let Some(rest) = l.strip_prefix("host:") {
                 (scope == Scope::Host, rest.trim())
             } else {

@@ -76,8 +76,11 @@ pub fn compile_module(bc: &Path, object: &Path) -> Result<()> {
 /// naming it.
 pub fn link_image(objects: &[PathBuf], image: &Path) -> Result<()> {
     let lib = dist_lib();
+    // -Bsymbolic: the image's own definitions (the device runtime's __kmpc_* above all) bind
+    // inside it, as on a GPU, never to the host's libomp or to the host build of the device
+    // runtime that librustomp_vgpu.so carries.
     let out = Cmd::new("clang-22")
-        .args(["-shared", "-fuse-ld=lld", "-Wl,--no-undefined"])
+        .args(["-shared", "-fuse-ld=lld", "-Wl,--no-undefined", "-Wl,-Bsymbolic"])
         .arg("-o")
         .arg(image)
         .args(objects)

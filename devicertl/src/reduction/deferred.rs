@@ -168,10 +168,20 @@ fn rows_bytes(rows: usize, row_bytes: usize) -> usize {
 
 /// `__kmpc_distribute_static_init_*` of a chunked distribute loop: the calling thread will run
 /// `chunks` chunk regions. SPMD team code only; every thread of the team calls it alike.
+///
+/// Only in a kernel clang emitted as SPMD: there the loop is a combined `distribute parallel
+/// for`, one parallel region per chunk, each reducing into the same team copy. A generic-SPMD
+/// kernel (a `target teams distribute` whose body openmp-opt made SPMD) may run a parallel
+/// region per iteration, several per iteration, or several reductions per region, each into
+/// its own variable: deferring there would deliver one row's sum into another (program 189)
+/// or meet a second reduction callback (program 190).
 pub(crate) fn open(chunks: u32) {
     let tid = arch::thread_id_in_block();
     let flags = state::thread_flags(tid);
-    if chunks < 2 || !state::is_spmd() || flags & (LEVEL_MASK | DEFERRED_REDUCTION) != 0 {
+    if chunks < 2
+        || !state::is_spmd_as_emitted()
+        || flags & (LEVEL_MASK | DEFERRED_REDUCTION) != 0
+    {
         return;
     }
     let row_bytes = arch::num_threads_in_block() as usize * 4;
@@ -282,7 +292,8 @@ unsafe fn defer(list: *mut c_void, shuffle_reduce: ShuffleReduceFn) -> bool {
     let words = unsafe { invoke(list, shuffle_reduce, RECORD) };
     let capacity = (s >> CAPACITY_SHIFT) & 0xff;
     if words > capacity || (known != 0 && known != words) {
-        stash.set_state(tid, OFF);
+        // Keep the capacity: `close` gives back the whole block it describes.
+        stash.set_state(tid, (s & (0xff << CAPACITY_SHIFT)) | OFF);
         return false;
     }
     let kept = s & !(CURSOR | (0xff << WORDS_SHIFT));

@@ -14,6 +14,7 @@
 //!    `/dev/kfd`) it prints one skip line and exits 0.
 
 mod fake_driver;
+mod virtual_gpu;
 
 use super::programs::{
     build_shared_libraries, compile_source, known_failures, link_undefined, parse_header, sources,
@@ -125,7 +126,7 @@ pub fn run() -> Result<i32> {
     util::step("test --gpu 3/3: run the corpus on the GPU");
     if !driver_present_for(&arch()) {
         let fallback_ok = check_without_driver(&dir, &arch());
-        let fake_ok = against_fake_driver(&dir, &arch())?;
+        let fake_ok = against_fake_driver(&dir, &arch())? && virtual_gpu::run_suite(&dir, &arch())?;
         println!(
             "GPU suite: run skipped (no {} driver on this machine); {compiled} of {total} programs compiled into {} — on a GPU machine run {}/run.sh",
             if is_amd(&arch()) { "AMD GPU" } else { "NVIDIA" },
@@ -150,7 +151,9 @@ pub fn without_gpu() -> Result<bool> {
             arch()
         );
     }
-    Ok(against_fake_driver(&dir, &arch())? && compiled == total)
+    let fake_ok = against_fake_driver(&dir, &arch())?;
+    let virtual_ok = virtual_gpu::run_suite(&dir, &arch())?;
+    Ok(fake_ok && virtual_ok && compiled == total)
 }
 
 /// Phase 1: writes the suite directory; returns (programs compiled, programs).
@@ -302,6 +305,7 @@ fn runtime_fingerprint() -> u64 {
         lib.join("libomptarget-amdgpu.bc"),
         lib.join("nvptx64-nvidia-cuda/libompdevice.a"),
         lib.join("amdgcn-amd-amdhsa/libompdevice.a"),
+        crate::vgpu::runtime_object(),
     ] {
         hash = fnv1a(hash, &std::fs::read(&file).unwrap_or_default());
     }
@@ -371,6 +375,9 @@ fn compile_one(src: &Path, bin: &Path, logs: &Path, runtime: u64) -> Compiled {
             failure_reason(&text)
         });
     if failure.is_none() {
+        virtual_gpu::build_image(src, &args, &exe);
+    }
+    if failure.is_none() {
         if let Err(e) = std::fs::write(&key_file, &key) {
             println!("gpu suite: cannot write {}: {e}", key_file.display());
         }
@@ -416,6 +423,11 @@ fn install_libraries(lib: &Path) -> Result<()> {
         }
         None => println!("gpu suite: no strip tool; the library is carried unstripped"),
     }
+    // The virtual GPU's hardware, beside the library that loads it.
+    util::install(
+        &dist_lib().join(crate::vgpu::HARDWARE_LIBRARY),
+        &lib.join(crate::vgpu::HARDWARE_LIBRARY),
+    )?;
     let libomp = PathBuf::from(LLVM_LIB).join("libomp.so.5");
     if libomp.exists() {
         // `install` copies the file a symlink points at.

@@ -1,0 +1,159 @@
+//! The GPU suite on the virtual GPU: each program compiled for sm_90 also carries its device
+//! code retargeted to the host (`crate::vgpu`), and runs here with `RUSTOMP_VGPU=1`, its
+//! results checked as on a GPU. This is where clang's real device code and our device runtime
+//! meet every day without a GPU.
+
+use crate::test::programs::{
+    known_failures, ours_verdict, parse_header, run_program, sources, stem, with_expected_output,
+    Header, Outcome, Scope, JOBS, TIMEOUT,
+};
+use crate::util::{self, at, Result};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Where a program's reason for having no virtual-GPU image is kept, beside its binary.
+fn missing_note(exe: &Path) -> PathBuf {
+    let name = exe
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    exe.with_file_name(format!(".{name}.vgpu-missing"))
+}
+
+/// After `exe` was compiled from `src` with `args` (a `cc` command line): its virtual-GPU
+/// image, embedded; the reason when it cannot be, kept for the run.
+pub(super) fn build_image(src: &Path, args: &[String], exe: &Path) {
+    let note = missing_note(exe);
+    let _ = std::fs::remove_file(&note);
+    let why = if crate::fc::is_fortran(src) {
+        Some("Fortran programs get no virtual-GPU image yet (cargo xtask fc builds none)".into())
+    } else {
+        match crate::vgpu::program_build(args) {
+            None => Some("its build is not one that links an nvptx program".to_string()),
+            Some(build) => {
+                let cxx = crate::test::programs::is_cxx(src);
+                crate::vgpu::build_for_program(cxx, &build)
+                    .err()
+                    .map(|e| e.0)
+            }
+        }
+    };
+    if let Some(why) = why {
+        let _ = std::fs::write(&note, why);
+    }
+}
+
+/// Runs every program of the suite that is not host-only on the virtual GPU; returns whether
+/// each passed or is a known failure. Writes `vgpu-results.tsv` (name, verdict, seconds).
+pub fn run_suite(dir: &Path, arch: &str) -> Result<bool> {
+    if !arch.starts_with("sm_") {
+        println!("virtual GPU: runs nvptx programs; {arch} skipped");
+        return Ok(true);
+    }
+    let started = Instant::now();
+    let programs: Vec<(String, Header)> = sources(&at("tests/programs"))
+        .iter()
+        .map(|src| {
+            (
+                stem(src),
+                parse_header(&std::fs::read_to_string(src).unwrap_or_default()),
+            )
+        })
+        .filter(|(name, header)| header.host_only.is_none() && dir.join("bin").join(name).exists())
+        .collect();
+    let known = known_failures(&at("tests/programs/KNOWN_FAILURES"), Scope::VirtualGpu);
+    let logs = dir.join("vgpu-logs");
+    util::mkdirs(&logs)?;
+    let outcomes = util::parallel(&programs, JOBS, |(name, header)| {
+        let exe = dir.join("bin").join(name);
+        let log = logs.join(format!("{name}.log"));
+        if let Ok(why) = std::fs::read_to_string(missing_note(&exe)) {
+            return ((false, format!("FAIL (no virtual-GPU image: {why})")), 0.0);
+        }
+        let mut env = header.env.clone();
+        env.push(("RUSTOMP_VGPU".into(), "1".into()));
+        env.push((
+            "LD_LIBRARY_PATH".into(),
+            dir.join("lib").display().to_string(),
+        ));
+        // A hang is reported by the virtual GPU itself, before the runner's limit.
+        env.push((
+            "RUSTOMP_VGPU_WATCHDOG".into(),
+            (TIMEOUT.as_secs() * 3 / 4).max(1).to_string(),
+        ));
+        let start = Instant::now();
+        let outcome = run_program(&exe, &env, &log);
+        let seconds = start.elapsed().as_secs_f64();
+        let mut expected = header.expect_stderr.clone();
+        expected.extend(header.expect_stderr_both.iter().cloned());
+        let verdict = with_expected_output(ours_verdict(&outcome, header), &expected, &log);
+        let verdict = match (&outcome, verdict) {
+            (Outcome::Exit(_) | Outcome::Signal(_), (false, text)) => {
+                let last = last_message(&log);
+                (false, if last.is_empty() { text } else { format!("{text}: {last}") })
+            }
+            (_, v) => v,
+        };
+        (verdict, seconds)
+    });
+    let mut table = String::new();
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    let mut report = Vec::new();
+    for ((name, _), ((ok, text), seconds)) in programs.iter().zip(&outcomes) {
+        let file_name = sources(&at("tests/programs"))
+            .into_iter()
+            .find(|p| stem(p) == *name)
+            .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+            .unwrap_or_default();
+        let known = known.iter().find(|(k, _)| *k == file_name);
+        let shown = match (known, ok) {
+            (Some((_, why)), false) => {
+                skipped += 1;
+                format!("known: {why}")
+            }
+            (Some(_), true) => {
+                passed += 1;
+                report.push(format!("{name}: passes now; remove its vgpu:/gpu: line from KNOWN_FAILURES"));
+                text.clone()
+            }
+            (None, true) => {
+                passed += 1;
+                text.clone()
+            }
+            (None, false) => {
+                failed += 1;
+                report.push(format!("{name}: {text}"));
+                text.clone()
+            }
+        };
+        table.push_str(&format!(
+            "{name}\t{}\t{seconds:.2}\n",
+            shown.replace(['\t', '\n'], " ")
+        ));
+    }
+    util::write(&dir.join("vgpu-results.tsv"), &table)?;
+    println!(
+        "virtual GPU ({arch} device code on the host): {} programs in {:.0} s; results in {}",
+        programs.len(),
+        started.elapsed().as_secs_f64(),
+        util::show(&dir.join("vgpu-results.tsv"))
+    );
+    for line in &report {
+        println!("    {line}");
+    }
+    println!("virtual GPU: {passed} passed, {failed} failed, {skipped} skipped");
+    Ok(failed == 0)
+}
+
+/// The last line of a failed run's output that says something (the runtime's or the virtual
+/// GPU's message), for the summary.
+fn last_message(log: &Path) -> String {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .rev()
+        .find(|l| l.contains("rustomp") || l.contains("omptarget") || l.contains("error"))
+        .map(|l| l.trim().chars().take(200).collect())
+        .unwrap_or_default()
+}
