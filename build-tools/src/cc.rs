@@ -154,17 +154,6 @@ pub fn run(cxx: bool, args: &[String]) -> Result<i32> {
     }
     // With RUSTOMP_VERBOSE=1, `status` prints the full command first.
     let status = command(cxx, runtime, &user).status()?;
-    if status.success() && crate::vgpu::enabled() {
-        if let Some(build) = crate::vgpu::program_build(&user) {
-            // The real build stands whatever happens here: only the virtual GPU lacks it.
-            if let Err(why) = crate::vgpu::build_for_program(cxx, &build) {
-                eprintln!(
-                    "rustomp: warning: {} has no virtual-GPU image: {why}",
-                    build.output.display()
-                );
-            }
-        }
-    }
     Ok(util::exit_code(status))
 }
 

@@ -471,7 +471,7 @@ fn lay_out(t: &Target, built: &Built) -> Result<()> {
         .run()?;
     std::fs::rename(&tmp, &archive)
         .context(|| format!("cannot rename {} to {}", tmp.display(), archive.display()))?;
-    if t.triple == crate::vgpu::nvptx_target().triple {
+    if t.triple.starts_with("nvptx64") {
         crate::vgpu::build_runtime_object(&built.archive_member)?;
     }
     Ok(())

@@ -21,6 +21,7 @@ mod setup;
 mod test;
 mod util;
 mod vgpu;
+mod vgpu_build;
 
 use util::Result;
 
@@ -129,9 +130,9 @@ fn dispatch(args: &[String]) -> Result<i32> {
             flags(cmd, rest, &["--graph"])?;
             return modules::run(rest);
         }
-        "cc" => return cc::run(false, rest),
-        "c++" | "cxx" => return cc::run(true, rest),
-        "fc" | "fortran" => return fc::run(rest),
+        "cc" => return vgpu_build::run_cc(false, rest),
+        "c++" | "cxx" => return vgpu_build::run_cc(true, rest),
+        "fc" | "fortran" => return vgpu_build::run_fc(rest),
         "demo" => {
             let f = flags(cmd, rest, &["--no-setup"])?;
             demo::run(!f[0])?;
@@ -140,7 +141,14 @@ fn dispatch(args: &[String]) -> Result<i32> {
             let f = flags(
                 cmd,
                 rest,
-                &["--gpu", "--quick", "--sanitize", "--corpus", "--remote"],
+                &[
+                    "--gpu",
+                    "--quick",
+                    "--sanitize",
+                    "--corpus",
+                    "--remote",
+                    "--vgpu",
+                ],
             )?;
             if f[2] {
                 return sanitize::run();
@@ -150,6 +158,7 @@ fn dispatch(args: &[String]) -> Result<i32> {
                 quick: f[1],
                 corpus_only: f[3],
                 remote_only: f[4],
+                vgpu_only: f[5],
             });
         }
         "bench" => {

@@ -112,6 +112,22 @@ out:
   ret void
 }
 
+; One step of a spin-wait: on sm_70 and later the warp sleeps a little (nanosleep), which
+; gives the SM to the warps the waiter waits for (and, on the virtual GPU, lets the other
+; emulated threads run). Below sm_70 nothing.
+define hidden void @__rustomp_pause() #3 {
+  %arch = call i32 @__nvvm_reflect(ptr @__rustomp_cuda_arch)
+  %ok = icmp sge i32 %arch, 700
+  br i1 %ok, label %sleep, label %out
+
+sleep:
+  call void @llvm.nvvm.nanosleep(i32 32)
+  br label %out
+
+out:
+  ret void
+}
+
 define hidden void @__rustomp_team_fence() #1 {
   fence syncscope("block") seq_cst
   ret void
@@ -136,7 +152,10 @@ declare i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3)) #2
 declare i1 @llvm.nvvm.mbarrier.test.wait.shared(ptr addrspace(3), i64) #2
 declare void @llvm.nvvm.barrier.cta.sync.all(i32) #2
 declare void @llvm.nvvm.barrier.cta.sync.count(i32, i32) #2
+declare void @llvm.nvvm.nanosleep(i32) #4
 
 attributes #0 = { alwaysinline nounwind readnone }
 attributes #1 = { alwaysinline convergent nounwind }
 attributes #2 = { convergent nounwind }
+attributes #3 = { alwaysinline nounwind }
+attributes #4 = { nounwind }

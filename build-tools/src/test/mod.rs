@@ -22,6 +22,7 @@
 //! `rustomp-proxy` ranks' CPU devices, a proxy stopped and killed mid-run); `--remote` runs
 //! only them (after the host build).
 //!
+//! `--vgpu` runs only the GPU suite on the virtual GPU (after the runtime builds).
 //! `--quick` stops after 4; `RUSTOMP_CORPUS_FILTER=text` limits 5 to the programs whose file
 //! name contains `text`. `--gpu` compiles the corpus for a GPU (`RUSTOMP_GPU_ARCH`, default sm_90) into a directory
 //! that runs anywhere a driver is (`target/gpu-suite/run.sh`), and runs it here when this machine
@@ -38,6 +39,8 @@ pub struct Options {
     pub corpus_only: bool,
     /// Only the host runtime build and the remote-offload tests (Open MPI, 2 and 4 ranks).
     pub remote_only: bool,
+    /// Only the runtime builds and the GPU suite on the virtual GPU.
+    pub vgpu_only: bool,
 }
 
 mod corpus;
@@ -54,6 +57,14 @@ mod remote;
 pub fn run(o: Options) -> Result<i32> {
     if o.gpu {
         return gpu::run();
+    }
+    if o.vgpu_only {
+        util::step(
+            "test --vgpu: runtime builds (devicertl, host), then the GPU suite on the virtual GPU",
+        );
+        devicertl::run(false)?;
+        host::run()?;
+        return Ok(i32::from(!gpu::on_virtual_gpu()?));
     }
     if o.corpus_only {
         util::step("test --corpus: runtime builds (devicertl, host), then the program corpus");

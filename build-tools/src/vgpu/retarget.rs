@@ -187,8 +187,12 @@ fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '.' || c == '_'
 }
 
-/// `@llvm.nvvm.a.b` -> `@__vgpu_nvvm_a_b`; `@llvm.trap` -> `@__vgpu_trap`.
+/// `@llvm.nvvm.a.b` -> `@__vgpu_nvvm_a_b`; `@llvm.trap` -> `@__vgpu_trap`; `@vprintf` (the
+/// CUDA driver's, whose second argument is a packed buffer) -> `@__vgpu_vprintf`, never the C
+/// library's `vprintf`, whose second argument is a `va_list`.
 fn rename_intrinsics(line: &str) -> String {
+    let renamed = line.replace("@vprintf(", "@__vgpu_vprintf(");
+    let line = renamed.as_str();
     if !line.contains("@llvm.nvvm.") && !line.contains("@llvm.trap") {
         return line.to_string();
     }
@@ -312,6 +316,7 @@ mod tests {
                   \x20 %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n\
                   \x20 %s = call i32 @llvm.nvvm.shfl.sync.down.i32(i32 -1, i32 %t, i32 1, i32 31)\n\
                   \x20 call void @llvm.trap()\n\
+                  \x20 %p = call i32 @vprintf(ptr %0, ptr null)\n\
                   \x20 call void @llvm.memset.p0.i64(ptr %0, i8 0, i64 4, i1 false)\n\
                   \x20 ret void\n}\n\
                   declare i64 @llvm.ctlz.i64(i64, i1 immarg)\n\
@@ -324,6 +329,7 @@ mod tests {
         assert!(out.contains("call i32 @__vgpu_nvvm_read_ptx_sreg_tid_x()"));
         assert!(out.contains("@__vgpu_nvvm_shfl_sync_down_i32(i32 -1"));
         assert!(out.contains("call void @__vgpu_trap()"));
+        assert!(out.contains("call i32 @__vgpu_vprintf(ptr %0, ptr null)"));
         assert!(out.contains("@llvm.memset.p0.i64"), "other intrinsics stay");
         assert!(out.contains("declare i64 @llvm.ctlz.i64(i64, i1 immarg)"));
         assert!(out.contains("declare void @__vgpu_nvvm_barrier_cta_sync_count(i32, i32)"));

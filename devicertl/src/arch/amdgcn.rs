@@ -1,6 +1,8 @@
 //! AMD GCN backend (`amdgcn-amd-amdhsa`), code object v5.
 
 unsafe extern "C" {
+    #[link_name = "llvm.amdgcn.s.sleep"]
+    fn s_sleep(clocks_of_64: i32);
     #[link_name = "llvm.amdgcn.workitem.id.x"]
     fn workitem_id_x() -> u32;
     #[link_name = "llvm.amdgcn.workitem.id.y"]
@@ -212,10 +214,12 @@ pub use crate::heap::device_heap::{free, malloc};
 pub fn print_message(message: &core::ffi::CStr) {
     crate::printf::print_bytes(message.to_bytes());
 }
-/// One step of a spin-wait.
+/// One step of a spin-wait: `s_sleep 1` (64 clocks), which lets the waves the waiter waits for
+/// run.
 #[inline(always)]
 pub fn pause() {
-    core::hint::spin_loop();
+    // SAFETY: s_sleep has no preconditions.
+    unsafe { s_sleep(1) }
 }
 
 /// Team memory the runtime reads or writes plainly where another thread may touch it: the host

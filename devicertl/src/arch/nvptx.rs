@@ -51,6 +51,7 @@ unsafe extern "C" {
     fn __rustomp_team_fence();
     fn __rustomp_team_fence_release();
     fn __rustomp_team_fence_acquire();
+    fn __rustomp_pause();
 }
 
 // SAFETY (all wrappers below): the PTX special registers and warp intrinsics have no
@@ -273,10 +274,11 @@ unsafe extern "C" {
     pub fn malloc(size: usize) -> *mut u8;
     pub fn free(ptr: *mut u8);
 }
-/// One step of a spin-wait.
+/// One step of a spin-wait: a short `nanosleep` on sm_70 and later (ir/nvptx.ll).
 #[inline(always)]
 pub fn pause() {
-    core::hint::spin_loop();
+    // SAFETY: see above.
+    unsafe { __rustomp_pause() }
 }
 
 /// Team memory the runtime reads or writes plainly where another thread may touch it: the host

@@ -178,9 +178,7 @@ fn rows_bytes(rows: usize, row_bytes: usize) -> usize {
 pub(crate) fn open(chunks: u32) {
     let tid = arch::thread_id_in_block();
     let flags = state::thread_flags(tid);
-    if chunks < 2
-        || !state::is_spmd_as_emitted()
-        || flags & (LEVEL_MASK | DEFERRED_REDUCTION) != 0
+    if chunks < 2 || !state::is_spmd_as_emitted() || flags & (LEVEL_MASK | DEFERRED_REDUCTION) != 0
     {
         return;
     }

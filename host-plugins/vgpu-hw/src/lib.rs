@@ -4,10 +4,10 @@
 //! (clang's codegen, openmp-opt, our device runtime, the indirect-call pass) to x86_64
 //! (`build-tools/src/vgpu`): every NVVM intrinsic becomes a call of `__vgpu_nvvm_<name>`, each
 //! inline PTX block it knows a call of `__vgpu_ptx_<name>`, `llvm.trap` `__vgpu_trap`. This
-//! library defines those calls on the host emulation of `devicertl::arch::host` (a team's
-//! threads are OS threads; warps meet for shuffles, votes and `bar.warp.sync`; the named and
-//! counting barriers are real meetings), and `rustomp_vgpu_launch`, which the virtual-GPU
-//! plugin calls to run a kernel.
+//! library defines those calls on one team at a time, its threads fibers of one OS thread
+//! (`team`: warps meet for shuffles, votes and `bar.warp.sync`; barriers with their counts are
+//! real meetings; a meeting that can never complete is reported), and `rustomp_vgpu_launch`,
+//! which the virtual-GPU plugin calls to run a kernel.
 //!
 //! Teams run one after another: the image defines each `addrspace(3)` global once, and a
 //! team's shared memory is then that one instance. OpenMP gives teams no way to wait for each
@@ -17,6 +17,7 @@ pub mod math;
 pub mod printf;
 pub mod ptx;
 pub mod registers;
+pub mod team;
 
 use core::ffi::{c_char, c_void, CStr};
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -66,7 +67,7 @@ pub extern "C" fn __vgpu_trap() -> ! {
     eprintln!(
         "rustomp virtual GPU: kernel {kernel}: device trap in team {} thread {}",
         CURRENT_TEAM.load(Ordering::Relaxed),
-        devicertl::arch::thread_id_in_block()
+        team::thread()
     );
     std::process::abort()
 }
@@ -142,11 +143,14 @@ fn run(launch: &VgpuLaunch, name: &str) -> Result<(), String> {
         k.push_str(name);
     }
     let watchdog = Watchdog::start(name, launch.watchdog_ms);
+    faults::install_on_this_thread();
+    faults::RUNNING_TEAMS.with(|r| r.set(true));
+    let _running = RunningTeams;
     let entry = launch.thread_entry;
     let context = Context(launch.context);
     for block in 0..launch.blocks {
         CURRENT_TEAM.store(block, Ordering::Relaxed);
-        devicertl::arch::launch_team(
+        team::run_team(
             block,
             launch.blocks,
             launch.threads,
@@ -157,10 +161,19 @@ fn run(launch: &VgpuLaunch, name: &str) -> Result<(), String> {
                 // SAFETY: the launch's contract.
                 unsafe { entry(context.0) }
             },
-        );
+        )
+        .map_err(|why| format!("kernel {name}: {why}"))?;
     }
     drop(watchdog);
     Ok(())
+}
+
+/// Clears the fault handler's mark when the teams are done (or a deadlock ended them).
+struct RunningTeams;
+impl Drop for RunningTeams {
+    fn drop(&mut self) {
+        faults::RUNNING_TEAMS.with(|r| r.set(false));
+    }
 }
 
 /// Stops a launch that runs too long: a hung kernel (a barrier some threads never reach, a
@@ -206,6 +219,181 @@ impl Drop for Watchdog {
         signal.notify_all();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+    }
+}
+
+/// Memory faults in device code: the GPU reports an illegal address and the launch fails; here
+/// the faulting kernel, team and thread, the address and the instruction's place are named
+/// before the program stops. Installed once, for faults on the threads that run teams; any
+/// other fault goes to the handler that was there before.
+mod faults {
+    use core::sync::atomic::{AtomicBool, Ordering};
+    use std::cell::Cell;
+
+    std::thread_local! {
+        pub static RUNNING_TEAMS: Cell<bool> = const { Cell::new(false) };
+    }
+    static INSTALLED: AtomicBool = AtomicBool::new(false);
+    /// The handlers of SIGSEGV and SIGBUS before ours: written once by `install_on_this_thread`
+    /// before ours can run, then only read.
+    // SAFETY: an all-zero sigaction is a valid value (the default action, no flags).
+    static mut PREVIOUS: [libc::sigaction; 2] = [unsafe { core::mem::zeroed() }; 2];
+
+    /// A fixed buffer to format the report in (no allocation in a signal handler).
+    struct Report {
+        bytes: [u8; 1024],
+        len: usize,
+    }
+    impl core::fmt::Write for Report {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            let n = s.len().min(self.bytes.len() - self.len);
+            self.bytes[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+            self.len += n;
+            Ok(())
+        }
+    }
+
+    extern "C" fn on_fault(signal: i32, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+        if !RUNNING_TEAMS.with(Cell::get) {
+            // Not device code: the previous handler, or the default action.
+            let index = usize::from(signal == libc::SIGBUS);
+            // SAFETY: written once before any handler ran; restoring it and returning re-runs
+            // the faulting instruction under it.
+            unsafe {
+                libc::sigaction(
+                    signal,
+                    &raw const PREVIOUS[index] as *const _,
+                    core::ptr::null_mut(),
+                )
+            };
+            return;
+        }
+        // SAFETY: the kernel passes a valid siginfo and ucontext to an SA_SIGINFO handler.
+        let (address, pc, frame) = unsafe {
+            let uc = context as *const libc::ucontext_t;
+            (
+                (*info).si_addr() as usize,
+                (*uc).uc_mcontext.gregs[libc::REG_RIP as usize] as usize,
+                (*uc).uc_mcontext.gregs[libc::REG_RBP as usize] as usize,
+            )
+        };
+        let mut where_ = libc::Dl_info {
+            dli_fname: core::ptr::null(),
+            dli_fbase: core::ptr::null_mut(),
+            dli_sname: core::ptr::null(),
+            dli_saddr: core::ptr::null_mut(),
+        };
+        // SAFETY: dladdr only reads the loader's tables.
+        let found = unsafe { libc::dladdr(pc as *const libc::c_void, &mut where_) } != 0;
+        let mut report = Report {
+            bytes: [0; 1024],
+            len: 0,
+        };
+        let kernel = super::CURRENT_KERNEL
+            .try_lock()
+            .map(|k| k.clone())
+            .unwrap_or_default();
+        let _ = core::fmt::Write::write_fmt(
+            &mut report,
+            format_args!(
+                "rustomp virtual GPU: kernel {kernel}: invalid memory access at {address:#x} by team {} thread {} (device code at {pc:#x}",
+                super::CURRENT_TEAM.load(Ordering::Relaxed),
+                super::team::thread()
+            ),
+        );
+        if found {
+            let object = if where_.dli_fname.is_null() {
+                std::borrow::Cow::Borrowed("?")
+            } else {
+                // SAFETY: a NUL-terminated name of the loader's.
+                unsafe { std::ffi::CStr::from_ptr(where_.dli_fname) }.to_string_lossy()
+            };
+            let _ = core::fmt::Write::write_fmt(
+                &mut report,
+                format_args!(", offset {:#x} in {object}", pc - where_.dli_fbase as usize),
+            );
+        }
+        if found && !where_.dli_sname.is_null() {
+            // SAFETY: a NUL-terminated name of the loader's.
+            let name = unsafe { std::ffi::CStr::from_ptr(where_.dli_sname) };
+            let _ = core::fmt::Write::write_fmt(
+                &mut report,
+                format_args!(
+                    ", after {}+{:#x}",
+                    name.to_string_lossy(),
+                    pc - where_.dli_saddr as usize
+                ),
+            );
+        }
+        let _ = core::fmt::Write::write_str(&mut report, ")");
+        // Callers, by the frame-pointer chain (the retargeted device code keeps frame pointers,
+        // as clang compiles it for the GPU with "frame-pointer"="all").
+        let mut frame = frame;
+        for _ in 0..6 {
+            if frame == 0 || frame % 8 != 0 {
+                break;
+            }
+            // SAFETY: a frame-pointer chain of the faulting thread's stack; a wrong link is read
+            // at most once more before the program stops anyway.
+            let (next, ret) = unsafe { (*(frame as *const usize), *((frame + 8) as *const usize)) };
+            let mut caller = libc::Dl_info {
+                dli_fname: core::ptr::null(),
+                dli_fbase: core::ptr::null_mut(),
+                dli_sname: core::ptr::null(),
+                dli_saddr: core::ptr::null_mut(),
+            };
+            // SAFETY: dladdr only reads the loader's tables.
+            if ret == 0 || unsafe { libc::dladdr(ret as *const libc::c_void, &mut caller) } == 0 {
+                break;
+            }
+            let _ = core::fmt::Write::write_fmt(
+                &mut report,
+                format_args!(" <- {:#x}", ret - caller.dli_fbase as usize),
+            );
+            if next <= frame {
+                break;
+            }
+            frame = next;
+        }
+        let _ = core::fmt::Write::write_str(&mut report, "\n");
+        // SAFETY: write(2) and abort(3) are async-signal-safe.
+        unsafe {
+            libc::write(2, report.bytes.as_ptr().cast(), report.len);
+            libc::abort();
+        }
+    }
+
+    /// Installs the handler (once per process) with an alternate stack on the calling thread,
+    /// so that a fault of a full fiber stack is reported too.
+    pub fn install_on_this_thread() {
+        const ALT_STACK: usize = 64 << 10;
+        std::thread_local! {
+            static ALT: Cell<bool> = const { Cell::new(false) };
+        }
+        if !ALT.with(Cell::get) {
+            let stack = Box::leak(vec![0u8; ALT_STACK].into_boxed_slice());
+            let alt = libc::stack_t {
+                ss_sp: stack.as_mut_ptr().cast(),
+                ss_flags: 0,
+                ss_size: ALT_STACK,
+            };
+            // SAFETY: a leaked buffer of that size, for this thread.
+            unsafe { libc::sigaltstack(&alt, core::ptr::null_mut()) };
+            ALT.with(|a| a.set(true));
+        }
+        if INSTALLED.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for (index, signal) in [libc::SIGSEGV, libc::SIGBUS].into_iter().enumerate() {
+            // SAFETY: a zeroed sigaction is valid; the handler has the SA_SIGINFO signature.
+            unsafe {
+                let mut action: libc::sigaction = core::mem::zeroed();
+                action.sa_sigaction = on_fault as *const () as usize;
+                action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, &raw mut PREVIOUS[index] as *mut _);
+            }
         }
     }
 }

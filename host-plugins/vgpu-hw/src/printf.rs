@@ -1,5 +1,6 @@
 //! `vprintf(format, arguments)`, which clang calls for `printf` in nvptx code and the CUDA
-//! driver provides: the arguments are packed in one buffer, each at its size's alignment (after
+//! driver provides (`__vgpu_vprintf` in a retargeted image, which must not reach the C
+//! library's `vprintf`): the arguments are packed in one buffer, each at its size's alignment (after
 //! C's promotions: int 4 bytes, long, pointer and double 8). Formatted by the device runtime's
 //! own formatter; each call's text reaches the C library's stdout in one piece, so it keeps its
 //! place among the host program's own output.
@@ -47,7 +48,7 @@ unsafe extern "C" {
 /// # Safety
 /// As CUDA's `vprintf`: `format` is NUL-terminated and `arguments` holds what it converts.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn vprintf(format_text: *const u8, arguments: *const u8) -> i32 {
+pub unsafe extern "C" fn __vgpu_vprintf(format_text: *const u8, arguments: *const u8) -> i32 {
     let mut line = Line::<LINE_BYTES>::new();
     // SAFETY: the caller's contract.
     unsafe { format(format_text, &mut Packed { at: arguments }, &mut line) };

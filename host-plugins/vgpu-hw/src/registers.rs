@@ -1,9 +1,18 @@
 //! PTX special registers, warp-level operations, barriers and fences, as NVVM intrinsics name
 //! them (`llvm.nvvm.read.ptx.sreg.tid.x` is `__vgpu_nvvm_read_ptx_sreg_tid_x`), on the calling
-//! emulated thread's team.
+//! emulated thread's team (`team`).
 
-use devicertl::arch as hw;
-use devicertl::arch::ShuffleMode;
+use crate::team::{self, with_team, Pause};
+
+fn geometry() -> (u32, u32, u32, u32, u32) {
+    let me = team::thread();
+    with_team(|t| (me, t.threads, t.block, t.blocks, t.warp))
+}
+
+fn lane() -> u32 {
+    let (me, _, _, _, warp) = geometry();
+    me % warp
+}
 
 macro_rules! registers {
     ($($name:ident => $value:expr;)*) => {$(
@@ -15,40 +24,46 @@ macro_rules! registers {
 }
 
 registers! {
-    __vgpu_nvvm_read_ptx_sreg_tid_x => hw::thread_id_in_dim(0);
-    __vgpu_nvvm_read_ptx_sreg_tid_y => hw::thread_id_in_dim(1);
-    __vgpu_nvvm_read_ptx_sreg_tid_z => hw::thread_id_in_dim(2);
-    __vgpu_nvvm_read_ptx_sreg_ntid_x => hw::block_dim(0);
-    __vgpu_nvvm_read_ptx_sreg_ntid_y => hw::block_dim(1);
-    __vgpu_nvvm_read_ptx_sreg_ntid_z => hw::block_dim(2);
-    __vgpu_nvvm_read_ptx_sreg_ctaid_x => hw::block_id_in_dim(0);
-    __vgpu_nvvm_read_ptx_sreg_ctaid_y => hw::block_id_in_dim(1);
-    __vgpu_nvvm_read_ptx_sreg_ctaid_z => hw::block_id_in_dim(2);
-    __vgpu_nvvm_read_ptx_sreg_nctaid_x => hw::grid_dim(0);
-    __vgpu_nvvm_read_ptx_sreg_nctaid_y => hw::grid_dim(1);
-    __vgpu_nvvm_read_ptx_sreg_nctaid_z => hw::grid_dim(2);
-    __vgpu_nvvm_read_ptx_sreg_laneid => hw::lane_id();
-    __vgpu_nvvm_read_ptx_sreg_warpsize => hw::warp_size();
-    __vgpu_nvvm_read_ptx_sreg_warpid => hw::thread_id_in_block() / hw::warp_size();
+    __vgpu_nvvm_read_ptx_sreg_tid_x => geometry().0;
+    __vgpu_nvvm_read_ptx_sreg_tid_y => 0;
+    __vgpu_nvvm_read_ptx_sreg_tid_z => 0;
+    __vgpu_nvvm_read_ptx_sreg_ntid_x => geometry().1;
+    __vgpu_nvvm_read_ptx_sreg_ntid_y => 1;
+    __vgpu_nvvm_read_ptx_sreg_ntid_z => 1;
+    __vgpu_nvvm_read_ptx_sreg_ctaid_x => geometry().2;
+    __vgpu_nvvm_read_ptx_sreg_ctaid_y => 0;
+    __vgpu_nvvm_read_ptx_sreg_ctaid_z => 0;
+    __vgpu_nvvm_read_ptx_sreg_nctaid_x => geometry().3;
+    __vgpu_nvvm_read_ptx_sreg_nctaid_y => 1;
+    __vgpu_nvvm_read_ptx_sreg_nctaid_z => 1;
+    __vgpu_nvvm_read_ptx_sreg_laneid => lane();
+    __vgpu_nvvm_read_ptx_sreg_warpsize => geometry().4;
+    __vgpu_nvvm_read_ptx_sreg_warpid => geometry().0 / geometry().4;
     __vgpu_nvvm_read_ptx_sreg_nwarpid => 64;
     __vgpu_nvvm_read_ptx_sreg_smid => 0;
     __vgpu_nvvm_read_ptx_sreg_nsmid => 1;
-    __vgpu_nvvm_read_ptx_sreg_lanemask_eq => 1 << hw::lane_id();
-    __vgpu_nvvm_read_ptx_sreg_lanemask_lt => (1u32 << hw::lane_id()) - 1;
-    __vgpu_nvvm_read_ptx_sreg_lanemask_le => ((1u64 << (hw::lane_id() + 1)) - 1) as u32;
-    __vgpu_nvvm_read_ptx_sreg_lanemask_gt => !(((1u64 << (hw::lane_id() + 1)) - 1) as u32);
-    __vgpu_nvvm_read_ptx_sreg_lanemask_ge => !((1u32 << hw::lane_id()) - 1);
-    __vgpu_nvvm_read_ptx_sreg_clock => hw::clock_ns() as u32;
-    __vgpu_nvvm_activemask => hw::active_mask() as u32;
+    __vgpu_nvvm_read_ptx_sreg_lanemask_eq => 1 << lane();
+    __vgpu_nvvm_read_ptx_sreg_lanemask_lt => (1u32 << lane()) - 1;
+    __vgpu_nvvm_read_ptx_sreg_lanemask_le => ((1u64 << (lane() + 1)) - 1) as u32;
+    __vgpu_nvvm_read_ptx_sreg_lanemask_gt => !(((1u64 << (lane() + 1)) - 1) as u32);
+    __vgpu_nvvm_read_ptx_sreg_lanemask_ge => !((1u32 << lane()) - 1);
+    __vgpu_nvvm_read_ptx_sreg_clock => clock_ns() as u32;
+    __vgpu_nvvm_activemask => team::converged_lanes() as u32;
+}
+
+fn clock_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn __vgpu_nvvm_read_ptx_sreg_globaltimer() -> u64 {
-    hw::clock_ns()
+    clock_ns()
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn __vgpu_nvvm_read_ptx_sreg_clock64() -> u64 {
-    hw::clock_ns()
+    clock_ns()
 }
 
 /// `i1` arguments arrive in the low bit of a byte whose other bits are undefined.
@@ -56,46 +71,103 @@ fn bit(value: u8) -> bool {
     value & 1 != 0
 }
 
+/// The lanes of `mask` whose predicate is true.
+fn ballot(mask: u32, pred: bool) -> u32 {
+    let (values, met) = team::warp_exchange(mask as u64, pred as u32);
+    (0..32)
+        .filter(|&l| met & (1 << l) != 0 && values[l] != 0)
+        .fold(0u32, |b, l| b | 1 << l)
+        & mask
+}
+
 #[unsafe(no_mangle)]
 pub extern "C" fn __vgpu_nvvm_vote_ballot_sync(mask: u32, pred: u8) -> u32 {
-    hw::ballot(mask as u64, bit(pred)) as u32
+    ballot(mask, bit(pred))
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn __vgpu_nvvm_vote_all_sync(mask: u32, pred: u8) -> bool {
-    hw::ballot(mask as u64, bit(pred)) as u32 == mask & hw::active_mask() as u32
+    let live = mask & team::active_lanes() as u32;
+    ballot(mask, bit(pred)) & live == live
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn __vgpu_nvvm_vote_any_sync(mask: u32, pred: u8) -> bool {
-    hw::ballot(mask as u64, bit(pred)) != 0
+    ballot(mask, bit(pred)) != 0
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn __vgpu_nvvm_vote_uni_sync(mask: u32, pred: u8) -> bool {
-    let votes = hw::ballot(mask as u64, bit(pred)) as u32;
-    votes == 0 || votes == mask & hw::active_mask() as u32
+    let live = mask & team::active_lanes() as u32;
+    let votes = ballot(mask, bit(pred)) & live;
+    votes == 0 || votes == live
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn __vgpu_nvvm_bar_warp_sync(mask: u32) {
-    hw::sync_warp(mask as u64)
+    let _ = team::warp_exchange(mask as u64, 0);
+}
+
+/// Which lane a PTX `shfl.sync` reads (its `.mode`).
+#[derive(Clone, Copy)]
+enum Mode {
+    Up,
+    Down,
+    Butterfly,
+    Index,
+}
+
+/// The lane `lane` reads in `shfl.sync.<mode> d, a, b, c`, as the ISA defines it: `c` packs the
+/// segment mask (bits 12:8) and the clamp (bits 4:0); `None` (the lane reads its own value)
+/// when the source is outside its segment.
+fn source_lane(mode: Mode, lane: u32, b: u32, c: u32) -> Option<u32> {
+    let segment_mask = (c >> 8) & 0x1f;
+    let min_lane = lane & segment_mask;
+    let max_lane = min_lane | (c & 0x1f & !segment_mask);
+    let (j, in_range) = match mode {
+        Mode::Up => {
+            let j = lane as i64 - b as i64;
+            (j, j >= max_lane as i64)
+        }
+        Mode::Down => {
+            let j = lane as i64 + b as i64;
+            (j, j <= max_lane as i64)
+        }
+        Mode::Butterfly => {
+            let j = (lane ^ b) as i64;
+            (j, j <= max_lane as i64)
+        }
+        Mode::Index => {
+            let j = (min_lane | (b & 0x1f & !segment_mask)) as i64;
+            (j, j <= max_lane as i64)
+        }
+    };
+    (in_range && (0..32).contains(&j)).then_some(j as u32)
+}
+
+fn shuffle(mode: Mode, mask: u32, value: u32, b: u32, c: u32) -> u32 {
+    let lane = lane();
+    let (values, met) = team::warp_exchange(mask as u64, value);
+    match source_lane(mode, lane, b, c) {
+        Some(j) if met & (1 << j) != 0 => values[j as usize],
+        _ => value,
+    }
 }
 
 macro_rules! shuffles {
     ($($int:ident, $float:ident => $mode:expr;)*) => {$(
         #[unsafe(no_mangle)]
         pub extern "C" fn $int(mask: u32, value: u32, b: u32, c: u32) -> u32 {
-            hw::shuffle_sync($mode, mask as u64, value, b, c)
+            shuffle($mode, mask, value, b, c)
         }
         #[unsafe(no_mangle)]
         pub extern "C" fn $float(mask: u32, value: f32, b: u32, c: u32) -> f32 {
-            f32::from_bits(hw::shuffle_sync($mode, mask as u64, value.to_bits(), b, c))
+            f32::from_bits(shuffle($mode, mask, value.to_bits(), b, c))
         }
     )*};
 }
 
 shuffles! {
-    __vgpu_nvvm_shfl_sync_down_i32, __vgpu_nvvm_shfl_sync_down_f32 => ShuffleMode::Down;
-    __vgpu_nvvm_shfl_sync_up_i32, __vgpu_nvvm_shfl_sync_up_f32 => ShuffleMode::Up;
-    __vgpu_nvvm_shfl_sync_bfly_i32, __vgpu_nvvm_shfl_sync_bfly_f32 => ShuffleMode::Butterfly;
-    __vgpu_nvvm_shfl_sync_idx_i32, __vgpu_nvvm_shfl_sync_idx_f32 => ShuffleMode::Index;
+    __vgpu_nvvm_shfl_sync_down_i32, __vgpu_nvvm_shfl_sync_down_f32 => Mode::Down;
+    __vgpu_nvvm_shfl_sync_up_i32, __vgpu_nvvm_shfl_sync_up_f32 => Mode::Up;
+    __vgpu_nvvm_shfl_sync_bfly_i32, __vgpu_nvvm_shfl_sync_bfly_f32 => Mode::Butterfly;
+    __vgpu_nvvm_shfl_sync_idx_i32, __vgpu_nvvm_shfl_sync_idx_f32 => Mode::Index;
 }
 
 /// `bar.sync 0` / `barrier.sync 0`: every thread of the team that has not exited.
@@ -104,7 +176,7 @@ macro_rules! team_barriers {
         #[unsafe(no_mangle)]
         pub extern "C" fn $name($($arg: u32),*) {
             $(let _ = $arg;)*
-            hw::team_barrier()
+            team::team_barrier()
         }
     )*};
 }
@@ -116,14 +188,13 @@ team_barriers! {
     __vgpu_nvvm_barrier_cta_sync_aligned_all(_id);
 }
 
-/// `barrier.sync id, count`: `count` threads (whole warps) meet. The emulation has one such
-/// barrier besides barrier 0, which is the one the device runtime uses (id 1).
+/// `barrier.sync id, count`: `count` threads meet at barrier `id`.
 #[unsafe(no_mangle)]
 pub extern "C" fn __vgpu_nvvm_barrier_cta_sync_count(id: u32, count: u32) {
-    if id == 0 && count == hw::num_threads_in_block() {
-        return hw::team_barrier();
+    if id == 0 && count == geometry().1 {
+        return team::team_barrier();
     }
-    hw::region_barrier(count)
+    team::named_barrier(id, count)
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn __vgpu_nvvm_barrier_cta_sync_aligned_count(id: u32, count: u32) {
@@ -134,28 +205,19 @@ pub extern "C" fn __vgpu_nvvm_barrier_sync_cnt(id: u32, count: u32) {
     __vgpu_nvvm_barrier_cta_sync_count(id, count)
 }
 
-/// `mbarrier.init.shared`: the emulation keeps the count; the object in team memory is not
-/// touched (as `arch::host`'s subset barrier).
-///
-/// # Safety
-/// As on the GPU: `barrier` is the team's mbarrier object.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn __vgpu_nvvm_mbarrier_init_shared(barrier: *mut u64, count: u32) {
-    // SAFETY: forwarded.
-    unsafe { hw::subset_barrier_init(barrier, count) }
+pub extern "C" fn __vgpu_nvvm_mbarrier_init_shared(barrier: *mut u64, count: u32) {
+    team::mbarrier_init(barrier as usize, count)
 }
-/// # Safety
-/// As `__vgpu_nvvm_mbarrier_init_shared`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn __vgpu_nvvm_mbarrier_inval_shared(barrier: *mut u64) {
-    // SAFETY: forwarded.
-    unsafe { hw::subset_barrier_inval(barrier) }
+pub extern "C" fn __vgpu_nvvm_mbarrier_inval_shared(barrier: *mut u64) {
+    team::mbarrier_inval(barrier as usize)
 }
 /// `mbarrier.arrive`: the arrival and the wait for the phase to complete (the token's wait
 /// then finds it complete), which is what arrive-then-wait does.
 #[unsafe(no_mangle)]
-pub extern "C" fn __vgpu_nvvm_mbarrier_arrive_shared(_barrier: *mut u64) -> u64 {
-    hw::subset_barrier_arrive_and_wait();
+pub extern "C" fn __vgpu_nvvm_mbarrier_arrive_shared(barrier: *mut u64) -> u64 {
+    team::mbarrier_arrive_and_wait(barrier as usize);
     0
 }
 #[unsafe(no_mangle)]
@@ -169,9 +231,11 @@ pub extern "C" fn __vgpu_nvvm_mbarrier_try_wait_shared(_barrier: *mut u64, _toke
 
 macro_rules! fences {
     ($($name:ident;)*) => {$(
+        /// One team runs on one OS thread; the fence orders its memory for the host's threads
+        /// (the host-call port).
         #[unsafe(no_mangle)]
         pub extern "C" fn $name() {
-            hw::fence(core::sync::atomic::Ordering::SeqCst)
+            core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst)
         }
     )*};
 }
@@ -183,8 +247,28 @@ fences! {
     __vgpu_nvvm_fence_sc_cluster;
 }
 
-/// `nanosleep.u32`: a spin-wait's pause; let the other emulated threads run.
+/// `nanosleep.u32`: a spin-wait's pause; the other emulated threads run.
 #[unsafe(no_mangle)]
 pub extern "C" fn __vgpu_nvvm_nanosleep(_ns: u32) {
-    std::thread::yield_now()
+    team::pause(Pause::Spinning)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shuffle_sources_follow_the_isa() {
+        // Full warp, clamp 31: down by 1 reads the next lane, the last lane its own.
+        assert_eq!(source_lane(Mode::Down, 3, 1, 0x1f), Some(4));
+        assert_eq!(source_lane(Mode::Down, 31, 1, 0x1f), None);
+        // Segments of 8 (c = (32 - 8) << 8 | 0x1f): down stays in the segment.
+        let c = (24 << 8) | 0x1f;
+        assert_eq!(source_lane(Mode::Down, 7, 1, c), None);
+        assert_eq!(source_lane(Mode::Index, 9, 2, c), Some(10));
+        // Up: c's clamp is 0; lanes below the offset read their own.
+        assert_eq!(source_lane(Mode::Up, 1, 2, 0), None);
+        assert_eq!(source_lane(Mode::Up, 5, 2, 0), Some(3));
+        assert_eq!(source_lane(Mode::Butterfly, 5, 1, 0x1f), Some(4));
+    }
 }

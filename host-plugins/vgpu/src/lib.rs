@@ -27,6 +27,7 @@ use rustomp_plugin::image::ImageKind;
 use rustomp_plugin::{AllocKind, ErrorKind, OffloadError, Result};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// The section of a program that holds its virtual-GPU image.
 pub const SECTION: &str = ".rustomp.vgpu";
@@ -171,6 +172,7 @@ const CLOCK_HZ: u64 = 1_000_000_000;
 
 pub struct VgpuDevice {
     hardware: Hardware,
+    runner: std::sync::OnceLock<std::sync::mpsc::Sender<Job>>,
     info: DeviceInfo,
     stack_bytes: u64,
     watchdog_ms: u64,
@@ -184,6 +186,7 @@ impl VgpuDevice {
             .unwrap_or(300);
         Self {
             hardware,
+            runner: std::sync::OnceLock::new(),
             info: DeviceInfo {
                 name: "rustomp virtual GPU".into(),
                 arch: "sm_90".into(),
@@ -438,29 +441,41 @@ impl Backend for VgpuDevice {
             context: &context as *const Call as *mut c_void,
         };
         let mut error = vec![0 as c_char; 1024];
-        let done = std::sync::atomic::AtomicBool::new(false);
-        let spec = SendLaunch(spec);
-        let status = std::thread::scope(|scope| {
-            let runner = scope.spawn(|| {
-                let whole: &SendLaunch = &spec;
-                let spec = &whole.0;
-                // SAFETY: the spec's entry and context stay valid until the scope ends; the
-                // error buffer is writable for its length.
-                let status =
-                    unsafe { (self.hardware.launch)(spec, error.as_mut_ptr(), error.len()) };
-                done.store(true, std::sync::atomic::Ordering::Release);
-                status
-            });
-            // The host-call port and the printf drain are served while the kernel runs.
-            if let Some(serve) = while_running {
-                while !done.load(std::sync::atomic::Ordering::Acquire) {
+        let done = Arc::new(Done::default());
+        let job = Job {
+            launch: SendLaunch(spec),
+            error: ErrorBuffer(error.as_mut_ptr()),
+            error_len: error.len(),
+            done: Arc::clone(&done),
+        };
+        self.runner()?.send(job).map_err(|_| {
+            failed(ErrorKind::LaunchFailed)("the virtual GPU's runner thread is gone".into())
+        })?;
+        // The host-call port and the printf drain are served while the kernel runs.
+        let mut serve = while_running;
+        let status = loop {
+            let guard = done.status.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(status) = *guard {
+                break Ok(status);
+            }
+            match serve.as_mut() {
+                Some(serve) => {
+                    drop(guard);
                     if !serve() {
-                        std::thread::sleep(std::time::Duration::from_micros(50));
+                        let guard = done.status.lock().unwrap_or_else(|e| e.into_inner());
+                        if guard.is_none() {
+                            let _ = done
+                                .signal
+                                .wait_timeout(guard, std::time::Duration::from_micros(50));
+                        }
                     }
                 }
+                None => {
+                    let _guard = done.signal.wait(guard);
+                }
             }
-            runner.join()
-        });
+        };
+        let status: std::result::Result<i32, ()> = status;
         match status {
             Ok(0) => Ok(()),
             Ok(_) => {
@@ -468,7 +483,7 @@ impl Backend for VgpuDevice {
                 let why = unsafe { std::ffi::CStr::from_ptr(error.as_ptr()) }.to_string_lossy();
                 Err(failed(ErrorKind::LaunchFailed)(why.into_owned()))
             }
-            Err(_) => Err(failed(ErrorKind::LaunchFailed)(
+            Err(()) => Err(failed(ErrorKind::LaunchFailed)(
                 "the virtual GPU's launch thread panicked".into(),
             )),
         }
@@ -476,9 +491,62 @@ impl Backend for VgpuDevice {
 
     fn describe(&self) -> String {
         format!(
-            "sm_90 device code retargeted to the host; each team's threads are OS threads, teams run in turn; watchdog {} s",
+            "sm_90 device code retargeted to the host; teams run in turn, each team's threads fibers of one OS thread; watchdog {} s",
             self.watchdog_ms / 1000
         )
+    }
+}
+
+/// A launch's outcome, for the thread that asked for it.
+#[derive(Default)]
+struct Done {
+    status: Mutex<Option<i32>>,
+    signal: Condvar,
+}
+
+/// The caller's buffer for the hardware's message.
+struct ErrorBuffer(*mut c_char);
+// SAFETY: written only by the runner while the caller waits for the launch to be done.
+unsafe impl Send for ErrorBuffer {}
+
+/// One launch for the runner: the spec, the caller's error buffer, and where to say it is
+/// over. The caller waits for `done`, so everything the pointers reach lives until the runner
+/// is finished with it.
+struct Job {
+    launch: SendLaunch,
+    error: ErrorBuffer,
+    error_len: usize,
+    done: Arc<Done>,
+}
+
+impl VgpuDevice {
+    /// The device's runner: one OS thread that runs its launches in turn, so that the fibers'
+    /// stacks and the fault handler's alternate stack are made once, not per launch.
+    fn runner(&self) -> Result<std::sync::mpsc::Sender<Job>> {
+        if let Some(sender) = self.runner.get() {
+            return Ok(sender.clone());
+        }
+        let (sender, jobs) = std::sync::mpsc::channel::<Job>();
+        let launch = self.hardware.launch;
+        std::thread::Builder::new()
+            .name("rustomp-vgpu".into())
+            .spawn(move || {
+                for job in jobs {
+                    let error = job.error.0;
+                    // SAFETY: the caller keeps the spec's pointers and the error buffer alive
+                    // until `done` is set.
+                    let status = unsafe { launch(&job.launch.0, error, job.error_len) };
+                    *job.done.status.lock().unwrap_or_else(|e| e.into_inner()) = Some(status);
+                    job.done.signal.notify_all();
+                }
+            })
+            .map_err(|e| {
+                failed(ErrorKind::DeviceUnavailable)(format!(
+                    "cannot start the virtual GPU's runner thread: {e}"
+                ))
+            })?;
+        let _ = self.runner.set(sender);
+        Ok(self.runner.get().expect("set above").clone())
     }
 }
 

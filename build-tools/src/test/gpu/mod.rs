@@ -156,6 +156,13 @@ pub fn without_gpu() -> Result<bool> {
     Ok(fake_ok && virtual_ok && compiled == total)
 }
 
+/// The suite compiled (kept where unchanged) and run on the virtual GPU alone.
+pub fn on_virtual_gpu() -> Result<bool> {
+    let dir = at(SUITE_DIR);
+    let (compiled, total) = compile_suite(&dir)?;
+    Ok(virtual_gpu::run_suite(&dir, &arch())? && compiled == total)
+}
+
 /// Phase 1: writes the suite directory; returns (programs compiled, programs).
 fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
     let bin = dir.join("bin");
@@ -309,6 +316,7 @@ fn runtime_fingerprint() -> u64 {
     ] {
         hash = fnv1a(hash, &std::fs::read(&file).unwrap_or_default());
     }
+    hash = fnv1a(hash, &crate::vgpu::IMAGE_VERSION.to_le_bytes());
     let clang = Command::new("clang-22")
         .arg("--version")
         .output()

@@ -26,17 +26,13 @@ fn missing_note(exe: &Path) -> PathBuf {
 pub(super) fn build_image(src: &Path, args: &[String], exe: &Path) {
     let note = missing_note(exe);
     let _ = std::fs::remove_file(&note);
-    let why = if crate::fc::is_fortran(src) {
-        Some("Fortran programs get no virtual-GPU image yet (cargo xtask fc builds none)".into())
-    } else {
-        match crate::vgpu::program_build(args) {
-            None => Some("its build is not one that links an nvptx program".to_string()),
-            Some(build) => {
-                let cxx = crate::test::programs::is_cxx(src);
-                crate::vgpu::build_for_program(cxx, &build)
-                    .err()
-                    .map(|e| e.0)
-            }
+    let why = match crate::vgpu_build::program_build(args) {
+        None => Some("its build is not one that links an nvptx program".to_string()),
+        Some(build) => {
+            let cxx = crate::test::programs::is_cxx(src);
+            crate::vgpu_build::build_for_program(cxx, &build)
+                .err()
+                .map(|e| e.0)
         }
     };
     if let Some(why) = why {
@@ -91,7 +87,14 @@ pub fn run_suite(dir: &Path, arch: &str) -> Result<bool> {
         let verdict = match (&outcome, verdict) {
             (Outcome::Exit(_) | Outcome::Signal(_), (false, text)) => {
                 let last = last_message(&log);
-                (false, if last.is_empty() { text } else { format!("{text}: {last}") })
+                (
+                    false,
+                    if last.is_empty() {
+                        text
+                    } else {
+                        format!("{text}: {last}")
+                    },
+                )
             }
             (_, v) => v,
         };
@@ -114,7 +117,9 @@ pub fn run_suite(dir: &Path, arch: &str) -> Result<bool> {
             }
             (Some(_), true) => {
                 passed += 1;
-                report.push(format!("{name}: passes now; remove its vgpu:/gpu: line from KNOWN_FAILURES"));
+                report.push(format!(
+                    "{name}: passes now; remove its vgpu:/gpu: line from KNOWN_FAILURES"
+                ));
                 text.clone()
             }
             (None, true) => {

@@ -1,0 +1,543 @@
+//! One team at a time, its threads as fibers of one OS thread.
+//!
+//! Each emulated GPU thread is a coroutine with its own stack; a scheduler resumes them in turn,
+//! and a thread runs until it waits: at a barrier (`bar.sync`, named barriers with counts,
+//! mbarriers), at a warp operation (its lanes meet to exchange values), or in a spin-wait's
+//! `nanosleep`. A meeting is a few plain stores and a switch, not an OS rendezvous, so a team
+//! of 1024 threads meets about as fast as one thread runs. And since every thread's state is
+//! known, a meeting that can never complete (a barrier some of the threads it counts never
+//! reach, a warp operation whose lanes went elsewhere) is found at once and reported with
+//! where each thread waits: the synccheck of the virtual GPU.
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+/// Why a thread gave the others their turn.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Pause {
+    /// It waits for a meeting; `what` it waits at, for the deadlock report.
+    Blocked(&'static str),
+    /// A spin-wait's `nanosleep`: it waits for something the scheduler cannot see.
+    Spinning,
+}
+
+/// A barrier's state: arrivals in the current phase and the phase's number.
+#[derive(Default)]
+struct Meeting {
+    arrived: u32,
+    generation: u64,
+}
+
+/// One warp's meeting place for shuffles, votes and `bar.warp.sync`, and for `activemask`.
+struct WarpExchange {
+    values: [u32; 64],
+    arrived: u64,
+    departed: u64,
+    /// Lanes asking `activemask` together, and those that have read the answer.
+    converged: u64,
+    converged_departed: u64,
+}
+
+/// What one team's threads share.
+pub struct TeamState {
+    pub block: u32,
+    pub blocks: u32,
+    pub threads: u32,
+    pub warp: u32,
+    exited: Vec<bool>,
+    live: u32,
+    team_barrier: Meeting,
+    /// `barrier.sync id, count` for id 1..15 (id 0 with the block's size is the team barrier).
+    named: [Meeting; 16],
+    /// mbarrier objects by address: (arrivals per phase, meeting).
+    mbarriers: HashMap<usize, (u32, Meeting)>,
+    warps: Vec<WarpExchange>,
+    /// Bumped by every arrival, departure and exit: a pass of the scheduler that leaves it
+    /// unchanged while every thread waits at a meeting is a deadlock.
+    progress: u64,
+    waiting: Vec<Option<&'static str>>,
+    /// Threads whose last pause was a spin-wait's.
+    spinning: Vec<bool>,
+}
+
+impl TeamState {
+    fn new(block: u32, blocks: u32, threads: u32, warp: u32) -> Self {
+        TeamState {
+            block,
+            blocks,
+            threads,
+            warp,
+            exited: vec![false; threads as usize],
+            live: threads,
+            team_barrier: Meeting::default(),
+            named: Default::default(),
+            mbarriers: HashMap::new(),
+            warps: (0..threads.div_ceil(warp))
+                .map(|_| WarpExchange {
+                    values: [0; 64],
+                    arrived: 0,
+                    departed: 0,
+                    converged: 0,
+                    converged_departed: 0,
+                })
+                .collect(),
+            progress: 0,
+            waiting: vec![None; threads as usize],
+            spinning: vec![false; threads as usize],
+        }
+    }
+
+    /// The lanes of warp `w` that have not exited.
+    fn live_lanes(&self, w: u32) -> u64 {
+        let base = w * self.warp;
+        let lanes = (self.threads - base).min(self.warp);
+        (0..lanes)
+            .filter(|l| !self.exited[(base + l) as usize])
+            .fold(0u64, |m, l| m | 1 << l)
+    }
+
+    /// Thread `t` has returned from the kernel: meetings that waited for it may complete.
+    fn exit(&mut self, t: u32) {
+        self.exited[t as usize] = true;
+        self.live -= 1;
+        self.progress += 1;
+        if self.team_barrier.arrived > 0 && self.team_barrier.arrived >= self.live {
+            self.team_barrier.arrived = 0;
+            self.team_barrier.generation += 1;
+        }
+    }
+}
+
+struct Current {
+    thread: Cell<u32>,
+    yielder: Cell<*const Yielder<(), Pause>>,
+}
+
+std::thread_local! {
+    static TEAM: RefCell<Option<TeamState>> = const { RefCell::new(None) };
+    static CURRENT: Current = const {
+        Current { thread: Cell::new(0), yielder: Cell::new(core::ptr::null()) }
+    };
+}
+
+/// Stacks of finished threads, for the next team's (of any launch).
+static STACKS: std::sync::Mutex<Vec<DefaultStack>> = std::sync::Mutex::new(Vec::new());
+
+fn pooled_stack(bytes: usize) -> DefaultStack {
+    let reused = STACKS.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    reused
+        .map_or_else(|| DefaultStack::new(bytes), Ok)
+        .expect("a stack for an emulated thread")
+}
+
+/// `f` on the running team's state.
+pub fn with_team<R>(f: impl FnOnce(&mut TeamState) -> R) -> R {
+    TEAM.with(|t| {
+        let mut t = t.borrow_mut();
+        f(t.as_mut()
+            .expect("a virtual-GPU call outside a kernel launch"))
+    })
+}
+
+/// The calling emulated thread's number in its team.
+pub fn thread() -> u32 {
+    CURRENT.with(|c| c.thread.get())
+}
+
+/// Gives the other threads their turn.
+pub fn pause(why: Pause) {
+    let yielder = CURRENT.with(|c| c.yielder.get());
+    assert!(
+        !yielder.is_null(),
+        "a virtual-GPU wait outside a kernel launch"
+    );
+    // SAFETY: set by the scheduler to the running coroutine's yielder, which lives while the
+    // coroutine runs, and the coroutine is the caller.
+    unsafe { &*yielder }.suspend(why);
+}
+
+/// Waits (letting the others run) until `ready` holds.
+fn wait_until(what: &'static str, mut ready: impl FnMut(&mut TeamState) -> bool) {
+    let me = thread() as usize;
+    loop {
+        if with_team(|t| ready(t)) {
+            with_team(|t| t.waiting[me] = None);
+            return;
+        }
+        with_team(|t| t.waiting[me] = Some(what));
+        pause(Pause::Blocked(what));
+    }
+}
+
+/// `bar.sync 0`: every thread of the team that has not exited.
+pub fn team_barrier() {
+    let generation = with_team(|t| {
+        let g = t.team_barrier.generation;
+        t.team_barrier.arrived += 1;
+        t.progress += 1;
+        if t.team_barrier.arrived >= t.live {
+            t.team_barrier.arrived = 0;
+            t.team_barrier.generation += 1;
+        }
+        g
+    });
+    wait_until("the team barrier (bar.sync 0)", |t| {
+        t.team_barrier.generation != generation
+    });
+}
+
+/// `barrier.sync id, count`: `count` threads.
+pub fn named_barrier(id: u32, count: u32) {
+    let id = (id & 15) as usize;
+    let generation = with_team(|t| {
+        let m = &mut t.named[id];
+        let g = m.generation;
+        m.arrived += 1;
+        t.progress += 1;
+        if m.arrived >= count {
+            m.arrived = 0;
+            m.generation += 1;
+        }
+        g
+    });
+    wait_until("a named barrier (barrier.sync with a count)", |t| {
+        t.named[id].generation != generation
+    });
+}
+
+pub fn mbarrier_init(address: usize, count: u32) {
+    with_team(|t| {
+        t.mbarriers
+            .insert(address, (count.max(1), Meeting::default()));
+    });
+}
+
+pub fn mbarrier_inval(address: usize) {
+    with_team(|t| {
+        t.mbarriers.remove(&address);
+    });
+}
+
+/// `mbarrier.arrive` and the wait for its phase.
+pub fn mbarrier_arrive_and_wait(address: usize) {
+    let generation = with_team(|t| {
+        let (count, m) = t.mbarriers.get_mut(&address)?;
+        let g = m.generation;
+        m.arrived += 1;
+        if m.arrived >= *count {
+            m.arrived = 0;
+            m.generation += 1;
+        }
+        t.progress += 1;
+        Some(g)
+    });
+    let Some(generation) = generation else {
+        eprintln!(
+            "rustomp virtual GPU: thread {} arrived at an mbarrier at {address:#x} that was never set up (mbarrier.init)",
+            thread()
+        );
+        crate::__vgpu_trap();
+    };
+    wait_until("an mbarrier", |t| {
+        t.mbarriers
+            .get(&address)
+            .is_none_or(|(_, m)| m.generation != generation)
+    });
+}
+
+/// The lanes of `mask` in the caller's warp meet; each gets every lane's `value` (lanes that
+/// did not take part read as their old value). Returns the values and the lanes that met.
+pub fn warp_exchange(mask: u64, value: u32) -> ([u32; 64], u64) {
+    let me = thread();
+    let (w, lane) = with_team(|t| (me / t.warp, me % t.warp));
+    let bit = 1u64 << lane;
+    // A meeting still draining (a lane has left, others not yet) must end first.
+    wait_until("a warp operation (the previous one draining)", |t| {
+        t.warps[w as usize].departed == 0
+    });
+    with_team(|t| {
+        let x = &mut t.warps[w as usize];
+        x.values[lane as usize] = value;
+        x.arrived |= bit;
+        t.progress += 1;
+    });
+    wait_until("a warp operation (shfl, vote, bar.warp.sync)", |t| {
+        let need = (mask | bit) & t.live_lanes(w);
+        t.warps[w as usize].arrived & need == need
+    });
+    with_team(|t| {
+        let live = t.live_lanes(w);
+        let x = &mut t.warps[w as usize];
+        let values = x.values;
+        // The lanes that took part: those that arrived (one may have exited since).
+        let met = x.arrived & (mask | bit);
+        x.departed |= bit;
+        t.progress += 1;
+        if x.departed & live == x.arrived & live {
+            x.arrived = 0;
+            x.departed = 0;
+        }
+        (values, met)
+    })
+}
+
+/// The lanes of the caller's warp that have not exited.
+pub fn active_lanes() -> u64 {
+    let me = thread();
+    with_team(|t| t.live_lanes(me / t.warp))
+}
+
+/// `activemask`: the lanes of the caller's warp that ask it together. A GPU answers the lanes
+/// executing the instruction in step; here a lane waits until each other live lane of its warp
+/// also asks, or waits at another meeting, or spins, and the answer is the lanes that asked.
+/// So lanes that left a loop early (waiting at a barrier after it) are not in the mask of the
+/// lanes still in it, as on a GPU with independent thread scheduling.
+pub fn converged_lanes() -> u64 {
+    let me = thread();
+    let (w, lane) = with_team(|t| (me / t.warp, me % t.warp));
+    let bit = 1u64 << lane;
+    wait_until("activemask (the previous one draining)", |t| {
+        t.warps[w as usize].converged_departed == 0
+    });
+    with_team(|t| {
+        t.warps[w as usize].converged |= bit;
+        t.progress += 1;
+    });
+    wait_until("activemask", |t| {
+        let base = w * t.warp;
+        let live = t.live_lanes(w);
+        let x = &t.warps[w as usize];
+        (0..64u32).filter(|l| live & (1 << l) != 0).all(|l| {
+            let thread = (base + l) as usize;
+            x.converged & (1 << l) != 0
+                || t.spinning[thread]
+                || t.waiting[thread].is_some_and(|what| !what.starts_with("activemask"))
+        })
+    });
+    with_team(|t| {
+        let x = &mut t.warps[w as usize];
+        let mask = x.converged;
+        x.converged_departed |= bit;
+        t.progress += 1;
+        if x.converged_departed == x.converged {
+            x.converged = 0;
+            x.converged_departed = 0;
+        }
+        mask
+    })
+}
+
+/// Runs team `block` of `blocks`: `threads` fibers (warps of `warp`) each calling `body`, until
+/// all return. `Err` describes a deadlock: where each waiting thread waits.
+pub fn run_team(
+    block: u32,
+    blocks: u32,
+    threads: u32,
+    warp: u32,
+    stack_bytes: usize,
+    body: impl Fn() + Clone + 'static,
+) -> Result<(), String> {
+    TEAM.with(|t| *t.borrow_mut() = Some(TeamState::new(block, blocks, threads, warp)));
+    let mut fibers: Vec<Option<Coroutine<(), Pause, ()>>> = (0..threads)
+        .map(|_| {
+            let stack = pooled_stack(stack_bytes);
+            let body = body.clone();
+            Some(Coroutine::with_stack(
+                stack,
+                move |yielder: &Yielder<(), Pause>, ()| {
+                    CURRENT.with(|c| c.yielder.set(yielder));
+                    body();
+                },
+            ))
+        })
+        .collect();
+    let outcome = loop {
+        let mut live = 0;
+        let mut stuck = true;
+        let progress_before = with_team(|t| t.progress);
+        for (t, slot) in fibers.iter_mut().enumerate() {
+            let Some(fiber) = slot else { continue };
+            live += 1;
+            CURRENT.with(|c| c.thread.set(t as u32));
+            with_team(|team| team.spinning[t] = false);
+            match fiber.resume(()) {
+                CoroutineResult::Yield(Pause::Blocked(_)) => {}
+                CoroutineResult::Yield(Pause::Spinning) => {
+                    stuck = false;
+                    with_team(|team| team.spinning[t] = true);
+                }
+                CoroutineResult::Return(()) => {
+                    stuck = false;
+                    with_team(|team| team.exit(t as u32));
+                    if let Some(done) = slot.take() {
+                        STACKS
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(done.into_stack());
+                    }
+                }
+            }
+        }
+        if live == 0 {
+            break Ok(());
+        }
+        if stuck && with_team(|t| t.progress) == progress_before {
+            break Err(with_team(deadlock_report));
+        }
+    };
+    CURRENT.with(|c| c.yielder.set(core::ptr::null()));
+    // A deadlocked team's fibers are dropped unfinished (their stacks unwound by corosensei
+    // forcing them to return is not possible through the kernel's C frames: leak them).
+    for fiber in fibers.into_iter().flatten() {
+        std::mem::forget(fiber);
+    }
+    TEAM.with(|t| *t.borrow_mut() = None);
+    outcome
+}
+
+/// Where each thread of a deadlocked team waits, as ranges of threads.
+fn deadlock_report(t: &mut TeamState) -> String {
+    let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
+    for thread in 0..t.threads {
+        let place = if t.exited[thread as usize] {
+            "have returned from the kernel".to_string()
+        } else {
+            match t.waiting[thread as usize] {
+                Some(what) => format!("wait at {what}"),
+                None => "are elsewhere".to_string(),
+            }
+        };
+        match groups.iter_mut().find(|(p, _)| *p == place) {
+            Some((_, list)) => list.push(thread),
+            None => groups.push((place, vec![thread])),
+        }
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|(place, list)| format!("threads {} {place}", ranges(list)))
+        .collect();
+    format!(
+        "team {} of {}: no thread can go on (a barrier or warp operation that not all the threads it counts reach): {}",
+        t.block,
+        t.blocks,
+        parts.join("; ")
+    )
+}
+
+/// `0-31,64,96-127`.
+fn ranges(list: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < list.len() {
+        let start = list[i];
+        let mut end = start;
+        while i + 1 < list.len() && list[i + 1] == end + 1 {
+            i += 1;
+            end = list[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::rc::Rc;
+
+    fn run(threads: u32, body: impl Fn() + Clone + 'static) -> Result<(), String> {
+        run_team(0, 1, threads, 32, 64 << 10, body)
+    }
+
+    #[test]
+    fn a_barrier_holds_every_thread_until_the_last_arrives() {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let l = Rc::clone(&log);
+        run(64, move || {
+            l.borrow_mut().push(('a', thread()));
+            team_barrier();
+            l.borrow_mut().push(('b', thread()));
+        })
+        .unwrap();
+        let log = log.borrow();
+        let first_b = log.iter().position(|(p, _)| *p == 'b').unwrap();
+        assert_eq!(first_b, 64, "every 'a' before any 'b'");
+    }
+
+    #[test]
+    fn threads_that_returned_are_not_waited_for() {
+        run(64, || {
+            if thread() >= 40 {
+                return;
+            }
+            team_barrier();
+            team_barrier();
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn a_barrier_in_divergent_code_is_reported_as_a_deadlock() {
+        let err = run(64, || {
+            if thread() < 32 {
+                team_barrier();
+            } else {
+                let _ = warp_exchange(!0, 0);
+                named_barrier(1, 64);
+            }
+        })
+        .unwrap_err();
+        assert!(
+            err.contains("threads 0-31 wait at the team barrier"),
+            "{err}"
+        );
+        assert!(
+            err.contains("threads 32-63 wait at a named barrier"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn activemask_names_the_lanes_that_ask_together() {
+        let masks = Rc::new(RefCell::new(vec![0u64; 32]));
+        let m = Rc::clone(&masks);
+        run(32, move || {
+            let me = thread();
+            m.borrow_mut()[me as usize] = converged_lanes();
+            if me < 8 {
+                // Lanes 0-7 go round once more while the others wait at the barrier.
+                let again = converged_lanes();
+                assert_eq!(again, 0xff);
+                let _ = warp_exchange(again, me);
+            }
+            team_barrier();
+        })
+        .unwrap();
+        assert!(masks.borrow().iter().all(|&m| m == u32::MAX as u64));
+    }
+
+    #[test]
+    fn warp_lanes_exchange_values() {
+        let seen = Rc::new(RefCell::new(vec![0u32; 64]));
+        let s = Rc::clone(&seen);
+        run(64, move || {
+            let me = thread();
+            let (values, met) = warp_exchange(!0, me * 10);
+            assert_eq!(met, u32::MAX as u64);
+            let lane = me % 32;
+            s.borrow_mut()[me as usize] = values[((lane + 1) % 32) as usize];
+        })
+        .unwrap();
+        let seen = seen.borrow();
+        assert_eq!(seen[0], 10);
+        assert_eq!(seen[31], 0);
+        assert_eq!(seen[32], 330);
+    }
+}
