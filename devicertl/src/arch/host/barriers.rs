@@ -218,12 +218,6 @@ impl SubsetBarrier {
         );
         self.barrier.wait(count, true);
     }
-    /// An arrival with the count the barrier was set up with.
-    pub(super) fn wait_as_set_up(&self) {
-        let set = *self.count.lock().unwrap_or_else(|e| e.into_inner());
-        let count = set.expect("mbarrier used while not set up (no mbarrier.init before it)");
-        self.barrier.wait(count, true);
-    }
     pub(super) fn inval(&self) {
         let mut c = self.count.lock().unwrap_or_else(|e| e.into_inner());
         assert!(c.is_some(), "subset barrier taken down while not set up");

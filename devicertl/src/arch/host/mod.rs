@@ -73,54 +73,8 @@ pub fn launch_with_dynamic_shared(
     dynamic_bytes: usize,
     body: impl Fn() + Sync,
 ) {
-    run_teams(
-        0..teams,
-        teams,
-        threads,
-        warp,
-        dynamic_bytes,
-        256 << 10,
-        body,
-    )
-}
-
-/// Runs team `block` of a launch of `blocks` teams alone (`threads` emulated threads, warps of
-/// `warp` lanes, `stack_bytes` of stack each): the virtual GPU runs a launch's teams one after
-/// another, so that the image's team-shared globals, which it defines once, belong to one team
-/// at a time.
-pub fn launch_team(
-    block: u32,
-    blocks: u32,
-    threads: u32,
-    warp: u32,
-    stack_bytes: usize,
-    body: impl Fn() + Sync,
-) {
-    assert!(block < blocks);
-    run_teams(
-        block..block + 1,
-        blocks,
-        threads,
-        warp,
-        0,
-        stack_bytes,
-        body,
-    )
-}
-
-fn run_teams(
-    team_range: core::ops::Range<u32>,
-    teams: u32,
-    threads: u32,
-    warp: u32,
-    dynamic_bytes: usize,
-    stack_bytes: usize,
-    body: impl Fn() + Sync,
-) {
     assert!(teams > 0 && threads > 0 && warp > 0);
-    let first = team_range.start;
-    let team_state: Vec<Arc<Team>> = team_range
-        .clone()
+    let team_state: Vec<Arc<Team>> = (0..teams)
         .map(|_| {
             Arc::new(Team {
                 barrier: ExitAwareBarrier::new(threads),
@@ -145,12 +99,12 @@ fn run_teams(
         })
         .collect();
     std::thread::scope(|scope| {
-        for block in team_range {
+        for block in 0..teams {
             for thread in 0..threads {
-                let team = Arc::clone(&team_state[(block - first) as usize]);
+                let team = Arc::clone(&team_state[block as usize]);
                 let body = &body;
                 std::thread::Builder::new()
-                    .stack_size(stack_bytes)
+                    .stack_size(256 << 10)
                     .spawn_scoped(scope, move || {
                         let place = Geometry {
                             thread,
@@ -317,56 +271,6 @@ pub fn shuffle_down_u32(mask: u64, value: u32, delta: u32, width: u32) -> u32 {
     lock_step(mask);
     result
 }
-/// Which lane a PTX `shfl.sync` reads (its `.mode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ShuffleMode {
-    Up,
-    Down,
-    Butterfly,
-    Index,
-}
-/// PTX `shfl.sync.<mode>.b32 d, a, b, c, mask` as the ISA defines it: `c` packs the segment
-/// mask (bits 12:8) and the clamp (bits 4:0); a lane whose source is out of its segment reads
-/// its own value. Every lane of `mask` calls this together.
-pub fn shuffle_sync(mode: ShuffleMode, mask: u64, value: u32, b: u32, c: u32) -> u32 {
-    use std::sync::atomic::Ordering::SeqCst;
-    let g = geometry();
-    let team = team();
-    let warp_base = g.thread - g.thread % g.warp;
-    let lane = g.thread % g.warp;
-    let segment_mask = (c >> 8) & 0x1f;
-    let clamp = c & 0x1f;
-    let min_lane = lane & segment_mask;
-    let max_lane = min_lane | (clamp & !segment_mask);
-    let (source, in_range) = match mode {
-        ShuffleMode::Up => {
-            let j = lane as i64 - b as i64;
-            (j, j >= max_lane as i64)
-        }
-        ShuffleMode::Down => {
-            let j = lane as i64 + b as i64;
-            (j, j <= max_lane as i64)
-        }
-        ShuffleMode::Butterfly => {
-            let j = (lane ^ b) as i64;
-            (j, j <= max_lane as i64)
-        }
-        ShuffleMode::Index => {
-            let j = (min_lane | (b & 0x1f & !segment_mask)) as i64;
-            (j, j <= max_lane as i64)
-        }
-    };
-    team.lanes[g.thread as usize].store(value, SeqCst);
-    lock_step(mask);
-    let exists = source >= 0 && warp_base as i64 + source < g.threads as i64;
-    let result = if in_range && exists && mask & (1u64 << source) != 0 {
-        team.lanes[(warp_base as i64 + source) as usize].load(SeqCst)
-    } else {
-        value
-    };
-    lock_step(mask);
-    result
-}
 pub fn team_barrier() {
     team().barrier.wait(true);
 }
@@ -402,11 +306,6 @@ pub unsafe fn subset_barrier_init(_barrier: *mut u64, count: u32) {
 /// As `subset_barrier_init`.
 pub unsafe fn subset_barrier_wait(_barrier: *mut u64, count: u32) {
     team().subset.wait(count);
-}
-/// The virtual GPU's mbarrier arrival (`mbarrier.arrive` then its wait): the count is the one
-/// the barrier was set up with.
-pub fn subset_barrier_arrive_and_wait() {
-    team().subset.wait_as_set_up();
 }
 /// # Safety
 /// As `subset_barrier_init`.
