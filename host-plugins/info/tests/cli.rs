@@ -58,15 +58,16 @@ fn names(blocks: &[Block]) -> Vec<&str> {
 fn lists_host_devices_and_why_gpu_plugins_have_none() {
     // Driver libraries that cannot exist: the GPU plugins have no devices on any machine.
     let (text, blocks) = run(&[
+        ("RUSTOMP_VGPU_LIBRARY", "/nonexistent/librustomp_vgpu.so"),
         ("RUSTOMP_CUDA_DRIVER", "/nonexistent/libcuda.so.1"),
         ("RUSTOMP_HSA_RUNTIME", "/nonexistent/libhsa-runtime64.so.1"),
     ]);
     assert_eq!(
         names(&blocks),
-        ["cuda", "amdgpu", "host", "remote"],
+        ["vgpu", "cuda", "amdgpu", "host", "remote"],
         "{text}"
     );
-    for gpu in &blocks[..2] {
+    for gpu in &blocks[..3] {
         assert_eq!(gpu.devices, None, "{text}");
         assert_eq!(gpu.lines.len(), 1, "{text}");
         let reason = gpu.lines[0]
@@ -77,7 +78,7 @@ fn lists_host_devices_and_why_gpu_plugins_have_none() {
             "the reason names the library: {reason}"
         );
     }
-    let host = &blocks[2];
+    let host = &blocks[3];
     assert_eq!(host.devices, Some(4), "{text}");
     let devices: Vec<&String> = host
         .lines
@@ -124,11 +125,11 @@ fn every_plugin_has_devices_or_a_reason() {
     let (text, blocks) = run(&[]);
     assert_eq!(
         names(&blocks),
-        ["cuda", "amdgpu", "host", "remote"],
+        ["vgpu", "cuda", "amdgpu", "host", "remote"],
         "{text}"
     );
     // Not under mpirun: the remote plugin has no devices and says why.
-    let remote = &blocks[3];
+    let remote = &blocks[4];
     assert_eq!(remote.devices, None, "{text}");
     assert!(
         remote.lines[0].contains("not started by an MPI launcher"),
