@@ -303,9 +303,18 @@ impl Backend for CudaDevice {
     fn function_parameters(&self, function: Function) -> Result<Option<KernelParameters>> {
         // SAFETY: the function belongs to a module of this context, alive while it is asked.
         let found = unsafe { r::function_parameters(self.api(), function.0) };
-        Ok(found
-            .map_err(failed(ErrorKind::LaunchFailed))?
-            .map(|(count, bytes)| KernelParameters { count, bytes }))
+        match found {
+            Ok(found) => Ok(found.map(|(count, bytes)| KernelParameters { count, bytes })),
+            // A driver may lack the query or refuse it for its own reasons (not supported
+            // here, a build that answers no): the image's own parameter records still say.
+            Err(e) => {
+                rustomp_plugin::diag::debug(
+                    "cuda",
+                    format_args!("{e}; the kernel's parameters come from the image"),
+                );
+                Ok(None)
+            }
+        }
     }
 
     fn function_max_threads(&self, function: Function) -> Result<u32> {

@@ -35,6 +35,12 @@ pub const REAL_DRIVER: &[(&str, &str)] = &[
          parameter (CUDA 12.4+, documented in cuda.h)",
         "parameters_come_from_the_driver_or_the_image",
     ),
+    (
+        "cuFuncGetParamInfo may answer other errors (CUDA_ERROR_NOT_SUPPORTED, 801, on a \
+         driver or device that does not offer it; drivers before 12.4 lack the entry point): \
+         the launch must not fail on that, the image's records say the parameters",
+        "a_driver_that_refuses_parameter_queries_falls_back_to_the_image",
+    ),
 ];
 
 use crate::driver::sys::{
@@ -746,6 +752,25 @@ fn api_without_parameter_queries() -> &'static Api {
     &API
 }
 
+/// `cuFuncGetParamInfo` of a driver that has the entry point but does not offer the query.
+unsafe extern "C" fn func_get_param_info_not_supported(
+    _function: CUfunction,
+    _index: usize,
+    _offset: *mut usize,
+    _size: *mut usize,
+) -> CUresult {
+    801 // CUDA_ERROR_NOT_SUPPORTED
+}
+
+/// A driver with the parameter queries that refuses them.
+fn api_refusing_parameter_queries() -> &'static Api {
+    static API: Api = Api {
+        func_get_param_info: Some(func_get_param_info_not_supported),
+        ..fake_api!(true)
+    };
+    &API
+}
+
 /// Installs a fresh fake driver (a GPU of capability `capability`) for one test.
 fn install(capability: (c_int, c_int)) -> MutexGuard<'static, ()> {
     let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -1382,6 +1407,36 @@ fn a_launch_that_disagrees_with_the_kernels_parameters_is_refused() {
         "parameters in one CU_LAUNCH_PARAM_BUFFER_POINTER buffer"
     );
     assert_eq!(&launches[0].params[1..], &[1, 2, 3, 4, 5, 6, 7]);
+}
+
+#[test]
+fn a_driver_that_refuses_parameter_queries_falls_back_to_the_image() {
+    // The real image (plugin/tests/fixtures): main_l7 takes 4 parameters. The driver answers
+    // CUDA_ERROR_NOT_SUPPORTED: the image's records decide, as with a driver before 12.4.
+    let _serial = install((9, 0));
+    let l7 = "__omp_offloading_fe00_51c003_main_l7";
+    let module = ModuleSpec {
+        globals: vec![("__omp_rtl_device_environment".into(), vec![0; 48])],
+        kernels: vec![FakeKernel {
+            name: l7.into(),
+            params: 4,
+        }],
+    };
+    let real = include_bytes!("../../plugin/tests/fixtures/kernels.sm_90.cubin");
+    let (_device, loaded) = load_with(api_refusing_parameter_queries(), module, real);
+    let kernel = loaded.kernel(l7).unwrap().unwrap();
+    let two = [std::ptr::null_mut(); 2];
+    // SAFETY: refused before the driver sees it.
+    let e = unsafe { loaded.launch(kernel, &two, &Default::default()) }.unwrap_err();
+    assert!(
+        e.message
+            .contains(&format!("kernel {l7} declares 4 parameter(s) (32 bytes)")),
+        "{}",
+        e.message
+    );
+    let three = [std::ptr::null_mut(); 3];
+    // SAFETY: the fake kernel takes the launch environment and three values.
+    unsafe { loaded.launch(kernel, &three, &Default::default()) }.unwrap();
 }
 
 #[test]
