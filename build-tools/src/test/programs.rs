@@ -376,6 +376,33 @@ pub(super) fn run_program(exe: &Path, env: &[(String, String)], log: &Path) -> O
     }
 }
 
+/// A program of the suite that runs where a GPU (real, stand-in or virtual) does: not host-only,
+/// and compiled into `dir`.
+pub(crate) struct SuiteProgram {
+    /// The binary's name (the source's stem).
+    pub name: String,
+    /// The source's file name, as `KNOWN_FAILURES` names it.
+    pub file_name: String,
+    pub header: Header,
+}
+
+/// The programs of `tests/programs` that are not host-only and have a binary in `dir/bin`.
+pub(crate) fn runnable_programs(dir: &Path) -> Vec<SuiteProgram> {
+    sources(&crate::util::at("tests/programs"))
+        .iter()
+        .map(|src| SuiteProgram {
+            name: stem(src),
+            file_name: src
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned(),
+            header: parse_header(&std::fs::read_to_string(src).unwrap_or_default()),
+        })
+        .filter(|p| p.header.host_only.is_none() && dir.join("bin").join(&p.name).exists())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,6 +30,20 @@ struct Meeting {
     generation: u64,
 }
 
+impl Meeting {
+    /// One more arrival (`arriving`: 0 when a thread only left, so fewer are expected): the
+    /// phase completes once `expected` have arrived. Returns the phase the arrival belongs to.
+    fn arrive(&mut self, arriving: u32, expected: u32) -> u64 {
+        let phase = self.generation;
+        self.arrived += arriving;
+        if self.arrived > 0 && self.arrived >= expected {
+            self.arrived = 0;
+            self.generation += 1;
+        }
+        phase
+    }
+}
+
 /// One warp's meeting place for shuffles, votes and `bar.warp.sync`, and for `activemask`.
 struct WarpExchange {
     values: [u32; 64],
@@ -103,10 +117,7 @@ impl TeamState {
         self.exited[t as usize] = true;
         self.live -= 1;
         self.progress += 1;
-        if self.team_barrier.arrived > 0 && self.team_barrier.arrived >= self.live {
-            self.team_barrier.arrived = 0;
-            self.team_barrier.generation += 1;
-        }
+        self.team_barrier.arrive(0, self.live);
     }
 }
 
@@ -174,14 +185,8 @@ fn wait_until(what: &'static str, mut ready: impl FnMut(&mut TeamState) -> bool)
 /// `bar.sync 0`: every thread of the team that has not exited.
 pub fn team_barrier() {
     let generation = with_team(|t| {
-        let g = t.team_barrier.generation;
-        t.team_barrier.arrived += 1;
         t.progress += 1;
-        if t.team_barrier.arrived >= t.live {
-            t.team_barrier.arrived = 0;
-            t.team_barrier.generation += 1;
-        }
-        g
+        t.team_barrier.arrive(1, t.live)
     });
     wait_until("the team barrier (bar.sync 0)", |t| {
         t.team_barrier.generation != generation
@@ -192,15 +197,8 @@ pub fn team_barrier() {
 pub fn named_barrier(id: u32, count: u32) {
     let id = (id & 15) as usize;
     let generation = with_team(|t| {
-        let m = &mut t.named[id];
-        let g = m.generation;
-        m.arrived += 1;
         t.progress += 1;
-        if m.arrived >= count {
-            m.arrived = 0;
-            m.generation += 1;
-        }
-        g
+        t.named[id].arrive(1, count)
     });
     wait_until("a named barrier (barrier.sync with a count)", |t| {
         t.named[id].generation != generation
@@ -224,14 +222,9 @@ pub fn mbarrier_inval(address: usize) {
 pub fn mbarrier_arrive_and_wait(address: usize) {
     let generation = with_team(|t| {
         let (count, m) = t.mbarriers.get_mut(&address)?;
-        let g = m.generation;
-        m.arrived += 1;
-        if m.arrived >= *count {
-            m.arrived = 0;
-            m.generation += 1;
-        }
+        let phase = m.arrive(1, *count);
         t.progress += 1;
-        Some(g)
+        Some(phase)
     });
     let Some(generation) = generation else {
         eprintln!(

@@ -1,9 +1,7 @@
 //! The GPU-only faults a machine without a GPU can still see: the suite against
 //! `tests/fake-cuda`, a stand-in `libcuda.so.1`.
 
-use crate::test::programs::{
-    parse_header, run_program, sources, stem, Header, Outcome, JOBS, TIMEOUT,
-};
+use crate::test::programs::{run_program, runnable_programs, Outcome, SuiteProgram, JOBS, TIMEOUT};
 use crate::util::{self, at, Result};
 use std::path::Path;
 use std::process::Command;
@@ -37,20 +35,12 @@ pub fn against_fake_driver(dir: &Path, arch: &str) -> Result<bool> {
         crate::bail!("building tests/fake-cuda failed");
     }
     let fake = at("target/debug/librustomp_fake_cuda.so");
-    let programs: Vec<(String, Header)> = sources(&at("tests/programs"))
-        .iter()
-        .map(|src| {
-            (
-                stem(src),
-                parse_header(&std::fs::read_to_string(src).unwrap_or_default()),
-            )
-        })
-        .filter(|(name, header)| header.host_only.is_none() && dir.join("bin").join(name).exists())
-        .collect();
+    let programs = runnable_programs(dir);
     let logs = dir.join("fake-driver-logs");
     util::mkdirs(&logs)?;
-    let outcomes = util::parallel(&programs, JOBS, |(name, header)| {
-        let mut env = header.env.clone();
+    let outcomes = util::parallel(&programs, JOBS, |program| {
+        let name = &program.name;
+        let mut env = program.header.env.clone();
         env.push(("RUSTOMP_CUDA_DRIVER".into(), fake.display().to_string()));
         env.push((
             "LD_LIBRARY_PATH".into(),
@@ -70,7 +60,7 @@ pub fn against_fake_driver(dir: &Path, arch: &str) -> Result<bool> {
     });
     let mut bad = Vec::new();
     let mut launches = 0;
-    for ((name, _), (outcome, launched, fault)) in programs.iter().zip(&outcomes) {
+    for (SuiteProgram { name, .. }, (outcome, launched, fault)) in programs.iter().zip(&outcomes) {
         launches += launched;
         let problem = match (outcome, fault) {
             (_, Some(line)) => Some(line.clone()),

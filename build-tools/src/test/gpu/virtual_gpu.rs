@@ -4,8 +4,8 @@
 //! meet every day without a GPU.
 
 use crate::test::programs::{
-    known_failures, ours_verdict, parse_header, run_program, sources, stem, with_expected_output,
-    Header, Outcome, Scope, JOBS, TIMEOUT,
+    known_failures, ours_verdict, run_program, runnable_programs, with_expected_output, Outcome,
+    Scope, JOBS, TIMEOUT,
 };
 use crate::util::{self, at, Result};
 use std::path::{Path, PathBuf};
@@ -48,20 +48,12 @@ pub fn run_suite(dir: &Path, arch: &str) -> Result<bool> {
         return Ok(true);
     }
     let started = Instant::now();
-    let programs: Vec<(String, Header)> = sources(&at("tests/programs"))
-        .iter()
-        .map(|src| {
-            (
-                stem(src),
-                parse_header(&std::fs::read_to_string(src).unwrap_or_default()),
-            )
-        })
-        .filter(|(name, header)| header.host_only.is_none() && dir.join("bin").join(name).exists())
-        .collect();
+    let programs = runnable_programs(dir);
     let known = known_failures(&at("tests/programs/KNOWN_FAILURES"), Scope::VirtualGpu);
     let logs = dir.join("vgpu-logs");
     util::mkdirs(&logs)?;
-    let outcomes = util::parallel(&programs, JOBS, |(name, header)| {
+    let outcomes = util::parallel(&programs, JOBS, |program| {
+        let (name, header) = (&program.name, &program.header);
         let exe = dir.join("bin").join(name);
         let log = logs.join(format!("{name}.log"));
         if let Ok(why) = std::fs::read_to_string(missing_note(&exe)) {
@@ -103,13 +95,9 @@ pub fn run_suite(dir: &Path, arch: &str) -> Result<bool> {
     let mut table = String::new();
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     let mut report = Vec::new();
-    for ((name, _), ((ok, text), seconds)) in programs.iter().zip(&outcomes) {
-        let file_name = sources(&at("tests/programs"))
-            .into_iter()
-            .find(|p| stem(p) == *name)
-            .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
-            .unwrap_or_default();
-        let known = known.iter().find(|(k, _)| *k == file_name);
+    for (program, ((ok, text), seconds)) in programs.iter().zip(&outcomes) {
+        let name = &program.name;
+        let known = known.iter().find(|(k, _)| *k == program.file_name);
         let shown = match (known, ok) {
             (Some((_, why)), false) => {
                 skipped += 1;
