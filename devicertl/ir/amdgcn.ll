@@ -16,7 +16,8 @@ target triple = "amdgcn-amd-amdhsa"
 @__omp_rtl_device_environment = external protected addrspace(1) global [48 x i8], align 8
 @__omp_offloading_fptr_map_p = external protected addrspace(1) global [8 x i8], align 8
 @__omp_offloading_fptr_map_size = external protected addrspace(1) global [8 x i8], align 8
-@llvm.used = appending addrspace(1) global [3 x ptr] [ptr addrspacecast (ptr addrspace(1) @__omp_rtl_device_environment to ptr), ptr addrspacecast (ptr addrspace(1) @__omp_offloading_fptr_map_p to ptr), ptr addrspacecast (ptr addrspace(1) @__omp_offloading_fptr_map_size to ptr)], section "llvm.metadata"
+@__rustomp_indirect_call_table = external protected addrspace(1) global [8 x i8], align 8
+@llvm.used = appending addrspace(1) global [4 x ptr] [ptr addrspacecast (ptr addrspace(1) @__omp_rtl_device_environment to ptr), ptr addrspacecast (ptr addrspace(1) @__omp_offloading_fptr_map_p to ptr), ptr addrspacecast (ptr addrspace(1) @__omp_offloading_fptr_map_size to ptr), ptr addrspacecast (ptr addrspace(1) @__rustomp_indirect_call_table to ptr)], section "llvm.metadata"
 
 define hidden ptr @__rustomp_team_shared_ptr() #0 {
   ret ptr addrspacecast (ptr addrspace(3) @__rustomp_team_shared to ptr)

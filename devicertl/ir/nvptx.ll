@@ -22,7 +22,8 @@ target triple = "nvptx64-nvidia-cuda"
 @__omp_rtl_device_environment = external protected global [48 x i8], align 8
 @__omp_offloading_fptr_map_p = external protected global [8 x i8], align 8
 @__omp_offloading_fptr_map_size = external protected global [8 x i8], align 8
-@llvm.used = appending global [3 x ptr] [ptr @__omp_rtl_device_environment, ptr @__omp_offloading_fptr_map_p, ptr @__omp_offloading_fptr_map_size], section "llvm.metadata"
+@__rustomp_indirect_call_table = external protected global [8 x i8], align 8
+@llvm.used = appending global [4 x ptr] [ptr @__omp_rtl_device_environment, ptr @__omp_offloading_fptr_map_p, ptr @__omp_offloading_fptr_map_size, ptr @__rustomp_indirect_call_table], section "llvm.metadata"
 
 define hidden ptr @__rustomp_team_shared_ptr() #0 {
   ret ptr addrspacecast (ptr addrspace(3) @__rustomp_team_shared to ptr)

@@ -6,7 +6,7 @@
 //! its own definitions when the user asks for them, and those win at link time.
 
 use core::cell::UnsafeCell;
-use rustomp_abi::{DeviceEnvironment, FptrMapEntry};
+use rustomp_abi::{DeviceEnvironment, FptrMapEntry, IndirectTableHeader};
 
 /// A device global the plugin writes from the host between launches.
 #[repr(transparent)]
@@ -86,6 +86,13 @@ pub static __omp_offloading_fptr_map_p: DeviceGlobal<DevicePtr<FptrMapEntry>> =
 #[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), linkage = "weak")]
 pub static __omp_offloading_fptr_map_size: DeviceGlobal<u64> = DeviceGlobal::new(0);
 
+/// Ours: one pointer to the whole published table (`IndirectTableHeader`, then the entries),
+/// so a single load gives a table and its size that belong together.
+#[unsafe(no_mangle)]
+#[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), linkage = "weak")]
+pub static __rustomp_indirect_call_table: DeviceGlobal<DevicePtr<IndirectTableHeader>> =
+    DeviceGlobal::new(DevicePtr::null());
+
 macro_rules! weak_flags {
     ($($name:ident),* $(,)?) => {$(
         #[unsafe(no_mangle)]
@@ -104,4 +111,19 @@ weak_flags!(
 #[inline(always)]
 pub fn device_environment() -> DeviceEnvironment {
     __omp_rtl_device_environment.get()
+}
+
+/// The device environment's indirect-call table fields, `(pointer, entries)`, read alone: two
+/// loads, not the whole 48-byte environment (a volatile read of all of it costs six).
+#[inline(always)]
+pub fn device_environment_indirect_call_table() -> (usize, u64) {
+    let env = __omp_rtl_device_environment.0.get();
+    // SAFETY: in-bounds field projections of the global; see `DeviceGlobal`'s `Sync` impl for
+    // why no concurrent writer is assumed.
+    unsafe {
+        (
+            core::ptr::addr_of!((*env).indirect_call_table).read_volatile(),
+            core::ptr::addr_of!((*env).indirect_call_table_size).read_volatile(),
+        )
+    }
 }

@@ -36,19 +36,25 @@ pub fn translate(table: &[FptrMapEntry], host: u64) -> u64 {
     }
 }
 
-/// The table the plugin published: the device environment's fields, else seed 000's globals.
+/// The table the plugin published. Ours publishes one pointer to an immutable block that holds
+/// its own size, read with one load; LLVM 22's host library publishes the device environment's
+/// two fields; seed 000's the two globals. The last two can tear while a kernel runs (an old
+/// pointer with a new size), so they are only the fallbacks.
 fn published_table() -> &'static [FptrMapEntry] {
-    let device_env = env::device_environment();
-    let (ptr, len) = if device_env.indirect_call_table != 0 {
-        (
-            device_env.indirect_call_table as *const FptrMapEntry,
-            device_env.indirect_call_table_size,
-        )
+    let block = env::__rustomp_indirect_call_table.get().0;
+    let (ptr, len) = if !block.is_null() {
+        // SAFETY: the plugin uploaded the header and its entries before publishing the pointer
+        // and never changes or frees them while the image is loaded.
+        let len = unsafe { core::ptr::addr_of!((*block).entries).read() };
+        (block.wrapping_add(1).cast::<FptrMapEntry>().cast_const(), len)
     } else {
-        (
-            __omp_offloading_fptr_map_p.get().0 as *const FptrMapEntry,
-            __omp_offloading_fptr_map_size.get(),
-        )
+        match env::device_environment_indirect_call_table() {
+            (0, _) => (
+                __omp_offloading_fptr_map_p.get().0.cast_const(),
+                __omp_offloading_fptr_map_size.get(),
+            ),
+            (table, len) => (table as *const FptrMapEntry, len),
+        }
     };
     if ptr.is_null() || len == 0 {
         return &[];

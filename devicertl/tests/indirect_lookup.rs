@@ -169,7 +169,7 @@ fn duplicate_keys_give_a_device_address() {
 fn exported_entry_points_use_the_published_table() {
     use devicertl::env::{
         __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size, __omp_rtl_device_environment,
-        DevicePtr,
+        __rustomp_indirect_call_table, DevicePtr,
     };
     use rustomp_abi::DeviceEnvironment;
     let table = table(33);
@@ -237,5 +237,33 @@ fn exported_entry_points_use_the_published_table() {
     // Both, different tables: the device environment wins (it is what LLVM's runtime reads).
     publish(environment(&table), &other);
     check("device environment before the globals");
+
+    // Ours republishes while a kernel may run (another library's image joins the device): the
+    // device environment's two fields and seed 000's two globals can be read torn, the old
+    // table's pointer with the new, larger size. Here the old table's storage goes on past its
+    // 3 entries, so a torn read stays in bounds and misses entries the new table holds. The one
+    // pointer to the header-and-entries block is what our plugin's readers use.
+    let old_storage: Vec<FptrMapEntry> = other.iter().chain(&table).copied().collect();
+    let old_table = &old_storage[..other.len()];
+    let torn = DeviceEnvironment {
+        indirect_call_table: old_table.as_ptr() as usize,
+        indirect_call_table_size: table.len() as u64,
+        ..environment(&table)
+    };
+    let mut block: Vec<FptrMapEntry> = vec![FptrMapEntry {
+        host: table.len() as u64,
+        device: 0,
+    }];
+    block.extend_from_slice(&table);
+    publish(torn, old_table);
+    // SAFETY: as `publish`.
+    unsafe {
+        __rustomp_indirect_call_table.set(DevicePtr(block.as_mut_ptr().cast()));
+    }
+    check("one pointer to a block that holds its size, under a torn environment");
+    // SAFETY: as `publish`.
+    unsafe {
+        __rustomp_indirect_call_table.set(DevicePtr::null());
+    }
     publish(DeviceEnvironment::default(), &[]);
 }

@@ -404,11 +404,27 @@ pub struct FptrMapEntry {
 }
 const_assert_eq!(size_of::<FptrMapEntry>(), 16);
 
+/// What `__rustomp_indirect_call_table` points at: the entry count, then the sorted entries, in
+/// one block that never changes once published. The device reads the pointer with one load and
+/// gets a (table, size) pair that belongs together, which the device environment's two fields,
+/// written separately while a kernel may run, cannot promise.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, IntoBytes, FromBytes, Immutable, KnownLayout)]
+pub struct IndirectTableHeader {
+    pub entries: u64,
+    /// Keeps the entries 16-byte aligned.
+    pub reserved: u64,
+}
+const_assert_eq!(size_of::<IndirectTableHeader>(), 16);
+const_assert_eq!(offset_of!(IndirectTableHeader, entries), 0);
+
 /// Names of device globals the plugins read or write by symbol lookup.
 pub mod symbols {
     pub const DEVICE_ENVIRONMENT: &str = "__omp_rtl_device_environment";
     pub const FPTR_MAP_POINTER: &str = "__omp_offloading_fptr_map_p";
     pub const FPTR_MAP_SIZE: &str = "__omp_offloading_fptr_map_size";
+    /// Ours: one pointer to an [`IndirectTableHeader`](super::IndirectTableHeader) block.
+    pub const INDIRECT_CALL_TABLE: &str = "__rustomp_indirect_call_table";
     /// The device runtime's pointer to the `__llvm_omp_host_call` port.
     pub const HOST_CALL_PORT: &str = "__rustomp_host_call_port";
     /// Suffix of the per-kernel `KernelEnvironment` global.

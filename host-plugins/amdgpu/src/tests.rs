@@ -1486,6 +1486,7 @@ fn standard_module() -> ModuleSpec {
         ("__omp_rtl_device_environment", vec![0; 48]),
         ("__omp_offloading_fptr_map_p", vec![0; 8]),
         ("__omp_offloading_fptr_map_size", vec![0; 8]),
+        ("__rustomp_indirect_call_table", vec![0; 8]),
         (
             "spmd_kernel_environment",
             kernel_environment(exec_mode::SPMD),
@@ -1790,8 +1791,8 @@ fn loading_publishes_the_environment_runs_constructors_and_destroys_the_executab
     assert_eq!(size, 3);
     assert_eq!(
         live_in(COARSE_POOL),
-        [(address, 48)],
-        "the table is device memory"
+        [(address - 16, 64)],
+        "the table (with its header) is device memory"
     );
     assert_eq!(
         u64_at(&global_bytes("__omp_offloading_fptr_map_p"), 0),
@@ -1801,6 +1802,11 @@ fn loading_publishes_the_environment_runs_constructors_and_destroys_the_executab
         u64_at(&global_bytes("__omp_offloading_fptr_map_size"), 0),
         3
     );
+    // Ours: one pointer to the block whose header holds the count, the entries right after.
+    let block = u64_at(&global_bytes("__rustomp_indirect_call_table"), 0);
+    assert_eq!(block + 16, address, "the entries follow the header");
+    // SAFETY: the fake device block is host memory: the 16-byte header, then the entries.
+    assert_eq!(u64_at(&unsafe { bytes_at(block, 16) }, 0), 3);
     // SAFETY: the fake device table is host memory of 3 entries.
     let uploaded = unsafe { bytes_at(address, 48) };
     let pairs: Vec<(u64, u64)> = (0..3)

@@ -7,7 +7,8 @@
 
 use core::mem::{offset_of, size_of};
 use rustomp_abi::{
-    ConfigurationEnvironment, DeviceEnvironment, FptrMapEntry, KernelEnvironment,
+    ConfigurationEnvironment, DeviceEnvironment, FptrMapEntry, IndirectTableHeader,
+    KernelEnvironment,
     KernelLaunchEnvironment,
 };
 use zerocopy::{FromBytes, IntoBytes};
@@ -88,10 +89,21 @@ impl IndirectTable {
         }
     }
 
-    /// The table as the device reads it: `{u64 host; u64 device}` per entry.
-    pub fn bytes(&self) -> Vec<u8> {
-        self.0.as_bytes().to_vec()
+    /// The block `__rustomp_indirect_call_table` points at: an [`IndirectTableHeader`], then
+    /// `{u64 host; u64 device}` per entry (what the device environment's pointer, which is
+    /// [`IndirectTable::ENTRIES_OFFSET`] bytes in, shows LLVM's device runtime).
+    pub fn block(&self) -> Vec<u8> {
+        let header = IndirectTableHeader {
+            entries: self.0.len() as u64,
+            reserved: 0,
+        };
+        let mut block = header.as_bytes().to_vec();
+        block.extend_from_slice(self.0.as_bytes());
+        block
     }
+
+    /// Where the entries start in [`IndirectTable::block`].
+    pub const ENTRIES_OFFSET: usize = size_of::<IndirectTableHeader>();
 }
 
 #[cfg(test)]
@@ -201,12 +213,13 @@ mod tests {
             sorted.entries().iter().map(|e| e.host).collect::<Vec<_>>(),
             vec![10, 20, 30]
         );
-        let b = sorted.bytes();
-        assert_eq!(b.len(), 48);
-        assert_eq!(u64::from_le_bytes(b[0..8].try_into().unwrap()), 10);
-        assert_eq!(u64::from_le_bytes(b[8..16].try_into().unwrap()), 1);
-        assert_eq!(u64::from_le_bytes(b[40..48].try_into().unwrap()), 3);
-        assert!(IndirectTable::default().bytes().is_empty());
+        let block = sorted.block();
+        let word = |at: usize| u64::from_le_bytes(block[at..at + 8].try_into().unwrap());
+        assert_eq!(block.len(), 16 + 48);
+        assert_eq!(word(0), 3, "the header's entry count");
+        let b = IndirectTable::ENTRIES_OFFSET;
+        assert_eq!([word(b), word(b + 8), word(b + 40)], [10, 1, 3]);
+        assert_eq!(IndirectTable::default().block().len(), 16);
         // Present keys give the device address; any other key comes back as it was.
         assert_eq!([10, 20, 30].map(|h| sorted.translate(h)), [1, 2, 3]);
         assert_eq!(

@@ -263,22 +263,27 @@ impl<B: Backend> LoadedImage for GenericImage<B> {
             return Ok(());
         }
         let core = &self.core;
-        let bytes = table.bytes();
+        let block = table.block();
         let memory = Allocation::new(
             core,
-            bytes.len(),
+            block.len(),
             AllocKind::Device,
             "the indirect-call table",
         )?;
-        core.upload(memory.address, &bytes, "the indirect-call table")?;
+        core.upload(memory.address, &block, "the indirect-call table")?;
+        let entries = memory.address + IndirectTable::ENTRIES_OFFSET as u64;
         let mut published = locked(&self.published);
-        published.environment.indirect_call_table = memory.address as usize;
+        // Our device runtime reads the one pointer to the whole block, so a kernel that runs
+        // while this changes sees the old table or the new one, each with its own size. The
+        // two-field forms stay for LLVM's device runtime and seed 000's readers.
+        self.write_global(symbols::INDIRECT_CALL_TABLE, &memory.address.to_le_bytes())?;
+        published.environment.indirect_call_table = entries as usize;
         published.environment.indirect_call_table_size = table.len() as u64;
         self.write_global(
             symbols::DEVICE_ENVIRONMENT,
             &layout::device_environment_bytes(&published.environment),
         )?;
-        self.write_global(symbols::FPTR_MAP_POINTER, &memory.address.to_le_bytes())?;
+        self.write_global(symbols::FPTR_MAP_POINTER, &entries.to_le_bytes())?;
         self.write_global(symbols::FPTR_MAP_SIZE, &(table.len() as u64).to_le_bytes())?;
         diag::debug(
             core.plugin,
