@@ -52,8 +52,8 @@ define hidden void @__rustomp_region_barrier(i32 %count) #1 {
 ; A barrier for any number of threads of the CTA (a region that is not whole warps): an mbarrier
 ; object in team-shared memory (sm_80 and later). `barrier.sync id, count` needs whole warps (its
 ; count is a multiple of the warp size and it waits for every non-exited lane of the caller's
-; warp). mbarrier.arrive releases and mbarrier.test_wait acquires, at CTA scope; racecheck and
-; synccheck know it (cuda::barrier is made of it). Below sm_80 the runtime counts arrivals in
+; warp). mbarrier.arrive releases and mbarrier.try_wait (sm_90) or test_wait acquires, at CTA
+; scope; racecheck and synccheck know it (cuda::barrier is made of it). Below sm_80 the runtime counts arrivals in
 ; memory instead: __nvvm_reflect("__CUDA_ARCH") is folded when the program is compiled for its
 ; --offload-arch, so the mbarrier code is dropped there before instruction selection.
 @__rustomp_cuda_arch = private unnamed_addr constant [12 x i8] c"__CUDA_ARCH\00"
@@ -103,11 +103,23 @@ entry:
 arrive:
   %b = addrspacecast ptr %barrier to ptr addrspace(3)
   %token = call i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3) %b)
-  br label %wait
+  %parks = icmp sge i32 %arch, 900
+  br i1 %parks, label %try, label %test
 
-wait:
+; sm_90 and later: try_wait suspends the thread in hardware until the phase completes or a
+; system time limit passes, so the loop does not spin on the barrier's word.
+try:
+  %ready = call i1 @llvm.nvvm.mbarrier.try.wait.scope.cta.space.cta(ptr addrspace(3) %b, i64 %token)
+  br i1 %ready, label %out, label %try
+
+; sm_80 to sm_89 have only test_wait, which returns at once: sleep a little between tests.
+test:
   %done = call i1 @llvm.nvvm.mbarrier.test.wait.shared(ptr addrspace(3) %b, i64 %token)
-  br i1 %done, label %out, label %wait
+  br i1 %done, label %out, label %sleep
+
+sleep:
+  call void @llvm.nvvm.nanosleep(i32 32)
+  br label %test
 
 out:
   ret void
@@ -151,6 +163,7 @@ declare void @llvm.nvvm.mbarrier.init.shared(ptr addrspace(3), i32) #2
 declare void @llvm.nvvm.mbarrier.inval.shared(ptr addrspace(3)) #2
 declare i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3)) #2
 declare i1 @llvm.nvvm.mbarrier.test.wait.shared(ptr addrspace(3), i64) #2
+declare i1 @llvm.nvvm.mbarrier.try.wait.scope.cta.space.cta(ptr addrspace(3), i64) #2
 declare void @llvm.nvvm.barrier.cta.sync.all(i32) #2
 declare void @llvm.nvvm.barrier.cta.sync.count(i32, i32) #2
 declare void @llvm.nvvm.nanosleep(i32) #4

@@ -46,7 +46,10 @@ fn published_table() -> &'static [FptrMapEntry] {
         // SAFETY: the plugin uploaded the header and its entries before publishing the pointer
         // and never changes or frees them while the image is loaded.
         let len = unsafe { core::ptr::addr_of!((*block).entries).read() };
-        (block.wrapping_add(1).cast::<FptrMapEntry>().cast_const(), len)
+        (
+            block.wrapping_add(1).cast::<FptrMapEntry>().cast_const(),
+            len,
+        )
     } else {
         match env::device_environment_indirect_call_table() {
             (0, _) => (

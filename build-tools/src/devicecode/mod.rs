@@ -2,9 +2,11 @@
 //! pin the properties the host emulation cannot see and that a later change could lose silently:
 //!
 //! - the barriers of a region on part of a team are a named `barrier.sync id, count` (whole
-//!   warps) and, for any other count, an mbarrier on sm_80+ (`mbarrier.arrive` /
-//!   `mbarrier.test_wait`, a hardware barrier racecheck sees) or, below sm_80 (checked on an
-//!   sm_70 compile, which must hold no mbarrier instruction), arrivals counted with a fence
+//!   warps) and, for any other count, an mbarrier on sm_80+ (`mbarrier.arrive`, then on sm_90
+//!   `mbarrier.try_wait`, which parks the thread in hardware, and no `test_wait` spin; on sm_80
+//!   `mbarrier.test_wait` with a `nanosleep` between tests: a hardware barrier racecheck sees)
+//!   or, below sm_80 (checked on an sm_70 compile, which must hold no mbarrier instruction),
+//!   arrivals counted with a fence
 //!   before every relaxed RMW (clang-22's NVPTX backend drops the ordering of an
 //!   acq_rel/release `atomicrmw`, so the fences must be explicit);
 //! - the team barrier is the non-aligned `barrier.sync 0` (threads of a warp may arrive from
@@ -45,9 +47,10 @@ pub fn check(triple: &str, bc: &Path, work: &Path) -> Result<()> {
         // The runtime picks its barrier for a region that is not whole warps by the target
         // (`__nvvm_reflect("__CUDA_ARCH")`, folded by llc as by clang): both kinds are checked.
         let mut problems = Vec::new();
-        for (cpu, file, mbarrier) in [
-            ("sm_90", "devicertl.ptx", true),
-            ("sm_70", "devicertl-sm_70.ptx", false),
+        for (cpu, file, barrier) in [
+            ("sm_90", "devicertl.ptx", SubsetBarrier::TryWait),
+            ("sm_80", "devicertl-sm_80.ptx", SubsetBarrier::TestWait),
+            ("sm_70", "devicertl-sm_70.ptx", SubsetBarrier::Counting),
         ] {
             let ptx = work.join(file);
             Cmd::new("llc-22")
@@ -59,7 +62,7 @@ pub fn check(triple: &str, bc: &Path, work: &Path) -> Result<()> {
                 .run()?;
             let text = util::read(&ptx)?;
             problems.extend(
-                check_ptx(&text, mbarrier)
+                check_ptx(&text, barrier)
                     .into_iter()
                     .map(|p| format!("{cpu}: {p}")),
             );
@@ -105,7 +108,7 @@ define amdgpu_kernel void @__rustomp_check_kernel() {
 fn report(triple: &str, problems: Vec<String>) -> Result<()> {
     if problems.is_empty() {
         let what = if triple.starts_with("nvptx") {
-            "named barriers, mbarrier (sm_80+) or fenced counting barrier (sm_70) for other counts, non-aligned team barrier, shuffle masks not from activemask, host calls without RMW on host memory"
+            "named barriers, mbarrier (try_wait on sm_90, test_wait and nanosleep on sm_80) or fenced counting barrier (sm_70) for other counts, non-aligned team barrier, shuffle masks not from activemask, host calls without RMW on host memory"
         } else {
             "s_barrier, memory waits before barrier arrivals"
         };
@@ -205,9 +208,18 @@ fn any_line(
     set.iter().any(|f| functions[*f].iter().any(|l| pred(l)))
 }
 
-/// `mbarrier`: the PTX is for sm_80+, where a region that is not whole warps meets at an
-/// mbarrier; else it counts arrivals and must hold no mbarrier instruction.
-fn check_ptx(ptx: &str, mbarrier: bool) -> Vec<String> {
+/// How a region that is not whole warps meets, by target.
+#[derive(Clone, Copy, PartialEq)]
+enum SubsetBarrier {
+    /// sm_90 and later: an mbarrier waited for with `try_wait`, which parks the thread.
+    TryWait,
+    /// sm_80 to sm_89: an mbarrier polled with `test_wait`, a `nanosleep` between polls.
+    TestWait,
+    /// Below sm_80: arrivals counted in memory, no mbarrier instruction.
+    Counting,
+}
+
+fn check_ptx(ptx: &str, barrier: SubsetBarrier) -> Vec<String> {
     let functions = ptx_functions(ptx);
     let mut problems = Vec::new();
     let has_fence = |f: &str| {
@@ -234,20 +246,38 @@ fn check_ptx(ptx: &str, mbarrier: bool) -> Vec<String> {
             })
         };
         let has = |op: &str| any_line(&functions, &set, |l| l.starts_with(op));
-        if mbarrier {
-            if !has("mbarrier.arrive") || !has("mbarrier.test_wait") {
-                problems.push(format!(
-                    "{root}: no mbarrier (arrive and test_wait) for regions that are not whole warps"
-                ));
+        match barrier {
+            SubsetBarrier::TryWait => {
+                if !has("mbarrier.arrive") || !has("mbarrier.try_wait") {
+                    problems.push(format!(
+                        "{root}: no mbarrier (arrive and try_wait) for regions that are not whole warps"
+                    ));
+                }
+                if has("mbarrier.test_wait") {
+                    problems.push(format!(
+                        "{root}: the mbarrier is polled with test_wait on sm_90, where try_wait parks"
+                    ));
+                }
             }
-        } else {
-            if has("mbarrier") {
-                problems.push(format!("{root}: an mbarrier instruction below sm_80"));
+            SubsetBarrier::TestWait => {
+                if !has("mbarrier.arrive") || !has("mbarrier.test_wait") {
+                    problems.push(format!(
+                        "{root}: no mbarrier (arrive and test_wait) for regions that are not whole warps"
+                    ));
+                }
+                if !has("nanosleep") {
+                    problems.push(format!("{root}: test_wait polled without a nanosleep"));
+                }
             }
-            if !cta(&["release", "acq_rel", "sc"]) || !cta(&["acquire", "acq_rel", "sc"]) {
-                problems.push(format!(
-                    "{root}: the counting barrier lacks its CTA-scope release or acquire fence"
-                ));
+            SubsetBarrier::Counting => {
+                if has("mbarrier") {
+                    problems.push(format!("{root}: an mbarrier instruction below sm_80"));
+                }
+                if !cta(&["release", "acq_rel", "sc"]) || !cta(&["acquire", "acq_rel", "sc"]) {
+                    problems.push(format!(
+                        "{root}: the counting barrier lacks its CTA-scope release or acquire fence"
+                    ));
+                }
             }
         }
         // Every relaxed RMW must come after a fence in its own function.
@@ -415,21 +445,42 @@ mod tests {
         .visible .func  (.param .b64 func_retval0) __kmpc_shuffle_int64(\n)\n{\n\tcall.uni (retval0), __kmpc_shuffle_int32, (p);\n}\n\
         .visible .func  (.param .b64 func_retval0) __llvm_omp_host_call(\n)\n{\n\tatom.acquire.sys.global.cas.b32 \t%r1, [__rustomp_host_call_lock], 0, 1;\n\tst.release.sys.b32 \t[%rd7], 2;\n\tld.acquire.sys.b32 \t%r2, [%rd7];\n}\n";
 
-    const MBARRIER: &str = "mbarrier.arrive.shared.b64 \t%rd2, [%rd3];\n\tmbarrier.test_wait.shared.b64 \t%p1, [%rd3], %rd2;";
+    const TRY_WAIT: &str = "mbarrier.arrive.shared.b64 \t%rd2, [%rd3];\n\tmbarrier.try_wait.shared.b64 %p1, [%rd3], %rd2;";
+    const TEST_WAIT: &str = "mbarrier.arrive.shared.b64 \t%rd2, [%rd3];\n\tmbarrier.test_wait.shared.b64 \t%p1, [%rd3], %rd2;\n\tnanosleep.u32 32;";
 
-    /// The sm_90 PTX (mbarrier) and the sm_70 PTX (counting barrier only).
+    /// The PTX of each target: sm_90 (try_wait), sm_80 (test_wait and a sleep), sm_70
+    /// (the counting barrier only).
+    fn good_for(barrier: SubsetBarrier) -> String {
+        let mbarrier = match barrier {
+            SubsetBarrier::TryWait => TRY_WAIT,
+            SubsetBarrier::TestWait => TEST_WAIT,
+            SubsetBarrier::Counting => "",
+        };
+        GOOD.replace("MBARRIER", mbarrier)
+    }
+
+    /// sm_90's PTX, or with `false` sm_70's.
     fn good(mbarrier: bool) -> String {
-        GOOD.replace("MBARRIER", if mbarrier { MBARRIER } else { "" })
+        good_for(if mbarrier {
+            SubsetBarrier::TryWait
+        } else {
+            SubsetBarrier::Counting
+        })
     }
 
     fn check(ptx: &str) -> Vec<String> {
-        check_ptx(ptx, true)
+        check_ptx(ptx, SubsetBarrier::TryWait)
     }
 
     #[test]
     fn ptx_with_the_properties_passes() {
-        assert_eq!(check_ptx(&good(true), true), Vec::<String>::new());
-        assert_eq!(check_ptx(&good(false), false), Vec::<String>::new());
+        for barrier in [
+            SubsetBarrier::TryWait,
+            SubsetBarrier::TestWait,
+            SubsetBarrier::Counting,
+        ] {
+            assert_eq!(check_ptx(&good_for(barrier), barrier), Vec::<String>::new());
+        }
     }
 
     #[test]
@@ -440,7 +491,7 @@ mod tests {
             .any(|p| p.contains("relaxed RMW with no fence")));
         assert!(check_ptx(
             &good(false).replace("\tcall.uni _R4fence, ();\n", ""),
-            false
+            SubsetBarrier::Counting
         )
         .iter()
         .any(|p| p.contains("lacks its CTA-scope")));
@@ -456,12 +507,25 @@ mod tests {
     /// which racecheck cannot see (16 race reports in program 120).
     #[test]
     fn ptx_without_an_mbarrier_on_sm_90_fails() {
-        assert!(check_ptx(&good(false), true)
+        assert!(check_ptx(&good(false), SubsetBarrier::TryWait)
             .iter()
             .any(|p| p.contains("no mbarrier")));
-        assert!(check_ptx(&good(true), false)
+        assert!(check_ptx(&good(true), SubsetBarrier::Counting)
             .iter()
             .any(|p| p.contains("below sm_80")));
+    }
+
+    /// What the runtime had before try_wait (issue 32, item 4): sm_90 spinning on test_wait,
+    /// and a test_wait loop with no sleep on sm_80.
+    #[test]
+    fn an_mbarrier_spin_fails() {
+        let spinning = good_for(SubsetBarrier::TestWait).replace("\n\tnanosleep.u32 32;", "");
+        assert!(check_ptx(&spinning, SubsetBarrier::TryWait)
+            .iter()
+            .any(|p| p.contains("polled with test_wait on sm_90")));
+        assert!(check_ptx(&spinning, SubsetBarrier::TestWait)
+            .iter()
+            .any(|p| p.contains("without a nanosleep")));
     }
 
     /// What the H200 run's runtime had: the port claimed with a compare-exchange on the port

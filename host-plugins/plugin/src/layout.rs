@@ -8,8 +8,7 @@
 use core::mem::{offset_of, size_of};
 use rustomp_abi::{
     ConfigurationEnvironment, DeviceEnvironment, FptrMapEntry, IndirectTableHeader,
-    KernelEnvironment,
-    KernelLaunchEnvironment,
+    KernelEnvironment, KernelLaunchEnvironment,
 };
 use zerocopy::{FromBytes, IntoBytes};
 

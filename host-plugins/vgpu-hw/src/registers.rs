@@ -224,8 +224,12 @@ pub extern "C" fn __vgpu_nvvm_mbarrier_arrive_shared(barrier: *mut u64) -> u64 {
 pub extern "C" fn __vgpu_nvvm_mbarrier_test_wait_shared(_barrier: *mut u64, _token: u64) -> bool {
     true
 }
+/// sm_90's `mbarrier.try_wait` (CTA scope, acquire): as `test_wait`, the phase is complete.
 #[unsafe(no_mangle)]
-pub extern "C" fn __vgpu_nvvm_mbarrier_try_wait_shared(_barrier: *mut u64, _token: u64) -> bool {
+pub extern "C" fn __vgpu_nvvm_mbarrier_try_wait_scope_cta_space_cta(
+    _barrier: *mut u64,
+    _token: u64,
+) -> bool {
     true
 }
 
