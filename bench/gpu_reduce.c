@@ -11,6 +11,10 @@
 //   reduction_min       reduction(min: low) over doubles: GB/s (and _fraction)
 //   reduction_two       reduction(+: sum) reduction(max: high) over doubles, two variables at
 //                       once: GB/s (and _fraction)
+//   reduction_t256, reduction_t1024
+//                       reduction(+: sum) over doubles in teams of 256 (AMD's default) and
+//                       1024 threads (thread_limit); the plain row is clang's default, 128 on
+//                       NVIDIA: GB/s (and _fraction)
 #include "bench.h"
 #include "cuda_raw.h"
 #include <math.h>
@@ -28,6 +32,26 @@ static double sum_double(void *buf, double *other) {
   size_t n = REDUCE_BYTES / sizeof(double);
   double sum = 0.0;
 #pragma omp target teams distribute parallel for reduction(+: sum) is_device_ptr(x) map(tofrom: sum)
+  for (size_t i = 0; i < n; i++) sum += x[i];
+  return sum;
+}
+
+static double sum_double_256(void *buf, double *other) {
+  (void)other;
+  const double *x = buf;
+  size_t n = REDUCE_BYTES / sizeof(double);
+  double sum = 0.0;
+#pragma omp target teams distribute parallel for reduction(+: sum) thread_limit(256) is_device_ptr(x) map(tofrom: sum)
+  for (size_t i = 0; i < n; i++) sum += x[i];
+  return sum;
+}
+
+static double sum_double_1024(void *buf, double *other) {
+  (void)other;
+  const double *x = buf;
+  size_t n = REDUCE_BYTES / sizeof(double);
+  double sum = 0.0;
+#pragma omp target teams distribute parallel for reduction(+: sum) thread_limit(1024) is_device_ptr(x) map(tofrom: sum)
   for (size_t i = 0; i < n; i++) sum += x[i];
   return sum;
 }
@@ -168,6 +192,14 @@ int main(int argc, char **argv) {
   if (bench_want("reduction_two")) {
     fill(buf, 8, 1, 1.0, doubles / 2, 7.0);
     row("reduction_two", sum_and_max_double, buf, reps, copy, (double)doubles + 6.0, 0.0, 7.0);
+  }
+  if (bench_want("reduction_t256")) {
+    fill(buf, 8, 1, 1.0, 0, 1.0);
+    row("reduction_t256", sum_double_256, buf, reps, copy, (double)doubles, 0.0, NAN);
+  }
+  if (bench_want("reduction_t1024")) {
+    fill(buf, 8, 1, 1.0, 0, 1.0);
+    row("reduction_t1024", sum_double_1024, buf, reps, copy, (double)doubles, 0.0, NAN);
   }
   omp_target_free(buf, dev);
   return 0;

@@ -893,6 +893,8 @@ struct Combined {
     target: Target,
     spmd: bool,
     region: RegionShape,
+    /// The compiler's callback: clang-22's, or another producer's.
+    shuffle_reduce: devicertl::reduction::deferred::ShuffleReduceFn,
 }
 
 fn whole_team(_: u64) -> (i32, bool) {
@@ -911,6 +913,7 @@ impl Combined {
             target: Target::PerThread,
             spmd: true,
             region: whole_team,
+            shuffle_reduce: c_shuffle_and_reduce,
         }
     }
 
@@ -1006,7 +1009,7 @@ impl Combined {
                             core::ptr::null(),
                             8 * vars as u64,
                             lp,
-                            c_shuffle_and_reduce,
+                            self.shuffle_reduce,
                             c_inter_warp_copy,
                         )
                     };
@@ -1190,6 +1193,51 @@ fn combined_construct_several_variables_and_user_defined() {
         let c = Combined::new(clause, 3, 32, 8, 32 * 3 * 4 + 5);
         let copies = c.run();
         assert_deferred(&c, &copies);
+    }
+}
+
+/// A `double` sum defers in a team of 256 threads, AMD's default (issue 32, item 2: with three
+/// header rows the 4 KiB team stack held one word per thread at 256 threads, and a double
+/// never deferred: "team 0: 6 inter-warp copies for 6 chunks").
+#[test]
+fn combined_construct_double_at_256_threads() {
+    let c = Combined::new(&[Var::new(Ty::F64, Op::Add)], 2, 256, 32, 256 * 2 * 5 + 7);
+    let copies = c.run();
+    assert_deferred(&c, &copies);
+}
+
+/// At 512 threads the stash has no room for a double: every chunk reduces as without the
+/// deferral, exactly.
+#[test]
+fn combined_construct_double_at_512_threads_without_room() {
+    let c = Combined::new(&[Var::new(Ty::F64, Op::Add)], 2, 512, 32, 512 * 2 * 3 + 5);
+    let copies = c.run();
+    for (team, &made) in copies.iter().enumerate() {
+        assert!(made as u64 >= c.chunks_of(team as u32), "team {team}");
+    }
+}
+
+/// Another producer's callback that does not pass `offset` through to its shuffles (here it
+/// clamps the delta to the warp, which shuffles nothing in) records nothing in the stash: the
+/// deferral must fall back and stay exact (issue 32, item 3: before, the thread's value was
+/// dropped and the reduction came out wrong).
+unsafe extern "C" fn shuffle_and_reduce_clamped_delta(
+    list: *mut c_void,
+    lane: i16,
+    offset: i16,
+    algorithm: i16,
+) {
+    let clamped = offset.min(warp_size() as i16);
+    // SAFETY: forwarded.
+    unsafe { c_shuffle_and_reduce(list, lane, clamped, algorithm) }
+}
+
+#[test]
+fn combined_construct_with_a_callback_that_ignores_the_offset() {
+    for var in [Var::new(Ty::F64, Op::Add), Var::new(Ty::I32, Op::Max)] {
+        let mut c = Combined::new(&[var], 2, 64, 32, 64 * 2 * 3 + 17);
+        c.shuffle_reduce = shuffle_and_reduce_clamped_delta;
+        c.run();
     }
 }
 

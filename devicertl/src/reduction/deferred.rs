@@ -67,7 +67,10 @@
 //! block) and given back at `__kmpc_distribute_static_fini`. Rows of one `u32` per thread of
 //! the block, counted down from the block's end, thread t's word at `4 t` in each row (no bank
 //! conflicts): row 0 the chunk regions still to come, row 1 the state (cursor, words per
-//! list, capacity, filled), row 2 the callback's tag, rows 3.. the stashed words. A thread's
+//! list, capacity, filled, and a tag of the callback), rows 2.. the stashed words. Two header
+//! rows, so the 4 KiB team stack holds a `double` (two words) for 256 threads, AMD's default
+//! team, and 6 words for 128; at 512 threads and more there is no room and the reduction runs
+//! chunk by chunk, as without the deferral. A thread's
 //! rows are its own; thread 0 reads and clears another's only while draining a thread outside
 //! a region, which the previous region's closing barrier separates from that thread's writes.
 
@@ -91,18 +94,21 @@ const ALGORITHM_REDUCE: i16 = 0;
 
 const ROW_CHUNKS: usize = 0;
 const ROW_STATE: usize = 1;
-const ROW_TAG: usize = 2;
-const HEADER_ROWS: usize = 3;
+const HEADER_ROWS: usize = 2;
 /// Most 32-bit words of one thread's list the stash holds (e.g. four doubles).
 pub const MAX_WORDS: usize = 8;
 
-// The state word.
-const CURSOR: u32 = 0xff;
-const WORDS_SHIFT: u32 = 8;
-const CAPACITY_SHIFT: u32 = 16;
-const FILLED: u32 = 1 << 24;
-/// The list does not fit: no deferral for the rest of this loop.
-const OFF: u32 = 1 << 25;
+// The state word: 4-bit cursor, words per list and capacity (at most `MAX_WORDS`; the cursor
+// stops at 15, past any capacity), two flags, and the callback's tag in the high half.
+const CURSOR: u32 = 0xf;
+const WORDS_SHIFT: u32 = 4;
+const CAPACITY_SHIFT: u32 = 8;
+const FIELD: u32 = 0xf;
+const FILLED: u32 = 1 << 12;
+/// The list does not fit, or the callback does not pass the stash offsets through: no
+/// deferral for the rest of this loop.
+const OFF: u32 = 1 << 13;
+const TAG_SHIFT: u32 = 16;
 
 /// The calling thread's view of its team's stash.
 ///
@@ -197,7 +203,6 @@ pub(crate) fn open(chunks: u32) {
     let capacity = (bytes / row_bytes).min(HEADER_ROWS + MAX_WORDS) - HEADER_ROWS;
     stash.set(ROW_CHUNKS, tid, chunks, "reduction stash: chunks");
     stash.set_state(tid, (capacity as u32) << CAPACITY_SHIFT);
-    stash.set(ROW_TAG, tid, 0, "reduction stash: tag");
     state::set_thread_flags(tid, flags | DEFERRED_REDUCTION);
 }
 
@@ -216,7 +221,7 @@ pub(crate) fn close() {
         );
         arch::trap();
     }
-    let capacity = ((s >> CAPACITY_SHIFT) & 0xff) as usize;
+    let capacity = ((s >> CAPACITY_SHIFT) & FIELD) as usize;
     let bytes = rows_bytes(HEADER_ROWS + capacity, stash.row_bytes);
     memory::spmd_release(stash.end.wrapping_sub(bytes), bytes);
     state::set_thread_flags(tid, flags & !DEFERRED_REDUCTION);
@@ -267,8 +272,9 @@ pub(super) unsafe fn chunk(
 }
 
 /// `list = list op stash`, then `stash = list`. False (and no more deferral in this loop) when
-/// the list does not fit the stash: the same for every thread (the same callback), and the
-/// list then holds the thread's whole value.
+/// the list does not fit the stash, or when the callback recorded nothing (a producer whose
+/// callback does not pass `offset` through to its shuffles): the same for every thread (the
+/// same callback), and the list then holds the thread's whole value.
 ///
 /// # Safety
 /// As `chunk`.
@@ -277,25 +283,26 @@ unsafe fn defer(list: *mut c_void, shuffle_reduce: ShuffleReduceFn) -> bool {
     let tid = arch::thread_id_in_block();
     let stash = Stash::current();
     let s = stash.state(tid);
-    check_tag(stash, tid, shuffle_reduce);
-    let known = (s >> WORDS_SHIFT) & 0xff;
+    let known = (s >> WORDS_SHIFT) & FIELD;
     if s & FILLED != 0 {
+        expect_callback(s, shuffle_reduce);
         // SAFETY: forwarded; the stash holds a list recorded with this callback.
         let used = unsafe { invoke(list, shuffle_reduce, COMBINE + tid as i16) };
-        if used != known {
-            arch::trap();
-        }
+        expect_words(used, known);
     }
     // SAFETY: forwarded.
     let words = unsafe { invoke(list, shuffle_reduce, RECORD) };
-    let capacity = (s >> CAPACITY_SHIFT) & 0xff;
-    if words > capacity || (known != 0 && known != words) {
+    let capacity = (s >> CAPACITY_SHIFT) & FIELD;
+    if words == 0 || words > capacity || (known != 0 && known != words) {
         // Keep the capacity: `close` gives back the whole block it describes.
-        stash.set_state(tid, (s & (0xff << CAPACITY_SHIFT)) | OFF);
+        stash.set_state(tid, (s & (FIELD << CAPACITY_SHIFT)) | OFF);
         return false;
     }
-    let kept = s & !(CURSOR | (0xff << WORDS_SHIFT));
-    stash.set_state(tid, kept | (words << WORDS_SHIFT) | FILLED);
+    let capacity_bits = s & (FIELD << CAPACITY_SHIFT);
+    stash.set_state(
+        tid,
+        capacity_bits | (words << WORDS_SHIFT) | FILLED | (tag(shuffle_reduce) << TAG_SHIFT),
+    );
     true
 }
 
@@ -320,12 +327,15 @@ unsafe fn flush(list: *mut c_void, shuffle_reduce: ShuffleReduceFn, view: &state
     loop {
         let theirs = stash.state(from);
         if theirs & FILLED != 0 {
-            check_tag(stash, from, shuffle_reduce);
+            if theirs >> TAG_SHIFT != tag(shuffle_reduce) {
+                arch::print_message(
+                    c"rustomp device runtime: a deferred parallel reduction met a second reduction callback in one distribute loop\n",
+                );
+            }
+            expect_callback(theirs, shuffle_reduce);
             // SAFETY: forwarded; `from`'s stash holds a list recorded with this callback.
             let used = unsafe { invoke(list, shuffle_reduce, COMBINE + from as i16) };
-            if used != (theirs >> WORDS_SHIFT) & 0xff {
-                arch::trap();
-            }
+            expect_words(used, (theirs >> WORDS_SHIFT) & FIELD);
             stash.set_state(from, stash.state(from) & !(FILLED | CURSOR));
         }
         from = if from == tid { first } else { from + 1 };
@@ -359,14 +369,29 @@ unsafe fn invoke(list: *mut c_void, shuffle_reduce: ShuffleReduceFn, offset: i16
     stash.state(tid) & CURSOR
 }
 
-/// Every combine and record of one loop must use the same callback (one reduction per chunk
-/// region, as clang-22 emits `distribute parallel for`).
-fn check_tag(stash: Stash, thread: u32, shuffle_reduce: ShuffleReduceFn) {
-    let tag = shuffle_reduce as usize as u32;
-    let seen = stash.get(ROW_TAG, thread, "reduction stash: tag");
-    if seen == 0 {
-        stash.set(ROW_TAG, thread, tag, "reduction stash: tag");
-    } else if seen != tag {
+/// 16 bits of the callback's address: what a stashed list was recorded with.
+fn tag(shuffle_reduce: ShuffleReduceFn) -> u32 {
+    let address = shuffle_reduce as usize;
+    ((address >> 2) ^ (address >> 18)) as u32 & 0xffff
+}
+
+/// A stashed list can only be combined by the callback that recorded it. Only a kernel clang
+/// emitted as SPMD defers (one reduction per chunk region), so another callback here, or a
+/// combine that reads a different number of words than the record stored, is a producer the
+/// deferral does not know; the stashed value cannot be delivered any other way, so the kernel
+/// stops rather than sum wrong. (Mismatches that show before anything is stashed, a list that
+/// does not fit or a record of no words, fall back in `defer`.) No message: the chunk loop
+/// must not call anything (`build-tools/src/devicecode/chunk_loop.rs`); `flush` prints one.
+#[inline(always)]
+fn expect_callback(state: u32, shuffle_reduce: ShuffleReduceFn) {
+    if state >> TAG_SHIFT != tag(shuffle_reduce) {
+        arch::trap();
+    }
+}
+
+#[inline(always)]
+fn expect_words(used: u32, recorded: u32) {
+    if used != recorded {
         arch::trap();
     }
 }
@@ -377,7 +402,7 @@ pub(super) fn shuffle(value: u32, delta: i16) -> u32 {
     let tid = arch::thread_id_in_block();
     let stash = Stash::current();
     let s = stash.state(tid);
-    let (cursor, capacity) = (s & CURSOR, (s >> CAPACITY_SHIFT) & 0xff);
+    let (cursor, capacity) = (s & CURSOR, (s >> CAPACITY_SHIFT) & FIELD);
     let answer = if cursor >= capacity {
         // Past the stash: a record that does not fit leaves the list as it is.
         value
