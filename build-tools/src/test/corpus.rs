@@ -3,8 +3,8 @@
 
 use super::programs::{
     build_shared_libraries, compile_source, known_failures, llvm_verdict, ours_verdict,
-    parse_header, run_program, sources, stem, with_expected_output, Header, Outcome, Scope,
-    Verdict, JOBS,
+    parse_header, run_program, sources, stem, with_expected_output, with_output_in_order, Header,
+    Outcome, Scope, Verdict, JOBS,
 };
 use crate::cc::Runtime;
 use crate::util::{self, at, Result};
@@ -142,7 +142,11 @@ pub(super) fn run(suite: &Suite) -> Result<Summary> {
                         .chain(&p.header.expect_stderr_both)
                         .cloned()
                         .collect();
-                    with_expected_output(ours_verdict(&outcome, &p.header), &expected, &log)
+                    with_output_in_order(
+                        with_expected_output(ours_verdict(&outcome, &p.header), &expected, &log),
+                        &p.header.expect_order,
+                        &log,
+                    )
                 }
                 Runtime::Llvm => {
                     let v = with_expected_output(

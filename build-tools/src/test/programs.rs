@@ -132,6 +132,9 @@ pub(super) struct Header {
     /// `// EXPECT-STDERR-BOTH: text`: both runtimes' output must contain `text` (LLVM's
     /// wording, which ours repeats exactly).
     pub(super) expect_stderr_both: Vec<String>,
+    /// `// EXPECT-ORDER: text`: our runtime's output (stdout and stderr, into one file, so not
+    /// a terminal) must contain these lines' texts in this order (one per line).
+    pub(super) expect_order: Vec<String>,
     /// `// SOURCES: units/x.c ...`: more translation units, relative to the program's directory.
     pub(super) sources: Vec<String>,
     /// `// SHARED: units/x.c ...`: shared libraries the program links, one per file (relative
@@ -234,6 +237,8 @@ pub(super) fn parse_header(text: &str) -> Header {
             h.llvm_ref_fails = Some(v.trim().to_string());
         } else if let Some(v) = comment.strip_prefix("EXPECT-STDERR-BOTH:") {
             h.expect_stderr_both.push(v.trim().to_string());
+        } else if let Some(v) = comment.strip_prefix("EXPECT-ORDER:") {
+            h.expect_order.push(v.trim().to_string());
         } else if let Some(v) = comment.strip_prefix("EXPECT-STDERR:") {
             h.expect_stderr.push(v.trim().to_string());
         } else if let Some(v) = comment.strip_prefix("SOURCES:") {
@@ -340,6 +345,32 @@ pub(super) fn with_expected_output(v: Verdict, expected: &[String], log: &Path) 
     }
 }
 
+/// `v`, unless the output in `log` lacks one of `in_order` after the one before it.
+pub(super) fn with_output_in_order(v: Verdict, in_order: &[String], log: &Path) -> Verdict {
+    if !v.0 || in_order.is_empty() {
+        return v;
+    }
+    let output = std::fs::read_to_string(log).unwrap_or_default();
+    match first_out_of_order(&output, in_order) {
+        Some(text) => (
+            false,
+            format!("FAIL (output lacks {text:?} after the lines before it)"),
+        ),
+        None => v,
+    }
+}
+
+fn first_out_of_order<'a>(output: &str, in_order: &'a [String]) -> Option<&'a String> {
+    let mut rest = output;
+    for text in in_order {
+        let Some(at) = rest.find(text.as_str()) else {
+            return Some(text);
+        };
+        rest = &rest[at + text.len()..];
+    }
+    None
+}
+
 /// Runs `exe` with a time limit, its output to `log`. Kills its whole process group on timeout.
 pub(super) fn run_program(exe: &Path, env: &[(String, String)], log: &Path) -> Outcome {
     use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -406,6 +437,21 @@ pub(crate) fn runnable_programs(dir: &Path) -> Vec<SuiteProgram> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_in_order() {
+        let lines = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let out = " before\n in region 5\n PASS\n";
+        assert_eq!(
+            first_out_of_order(out, &lines(&["before", "in region", "PASS"])),
+            None
+        );
+        let late = " before\n PASS\n in region 5\n";
+        assert_eq!(
+            first_out_of_order(late, &lines(&["before", "in region", "PASS"])).map(String::as_str),
+            Some("PASS")
+        );
+    }
 
     #[test]
     fn header_conventions() {

@@ -18,9 +18,12 @@
 pub mod call;
 mod device_number;
 pub mod faults;
+mod fortran_units;
 mod got;
 mod indirect;
+mod kernel_stack;
 pub mod memory_object;
+mod teams;
 
 use memory_object::MemoryObject;
 
@@ -28,7 +31,7 @@ use faults::Op;
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
-use rustomp_abi::KernelLaunchEnvironment;
+use rustomp_abi::{ConfigurationEnvironment, KernelLaunchEnvironment};
 use rustomp_plugin::layout::IndirectTable;
 use rustomp_plugin::{
     AllocKind, Device, DeviceGlobal, ErrorKind, ImageInfo, KernelHandle, LaunchConfig, LoadedImage,
@@ -212,6 +215,12 @@ pub struct HostImage {
     /// This copy's `__kmpc_target_translate_fptr`, when its code calls through function
     /// pointers (`indirect`).
     indirect: Option<indirect::Binding>,
+    /// Kernels with a kernel environment (flang-22's GPU-style code, which forms no teams of
+    /// its own, see `teams`), by address: the `thread_limit` the environment carries (its
+    /// `MaxThreads`, where flang puts a constant clause; 0 none).
+    gpu_style_kernels: std::sync::Mutex<std::collections::HashMap<usize, u32>>,
+    /// The image's own copy of flang's runtime, if it has one (see `fortran_units`).
+    fortran: Option<fortran_units::FortranRuntime>,
 }
 
 impl HostImage {
@@ -234,7 +243,15 @@ impl HostImage {
             object,
             device,
             indirect: None,
+            gpu_style_kernels: Default::default(),
+            fortran: None,
         };
+        loaded.fortran = fortran_units::FortranRuntime::find(|name| {
+            loaded
+                .object
+                .lookup(&name.to_string_lossy())
+                .map(|(address, _)| address.as_ptr())
+        });
         if let Some(answer) = device_number::answer_for(device) {
             // SAFETY: the image was just loaded and none of its code runs yet; the answer has
             // omp_get_device_num's signature.
@@ -257,7 +274,30 @@ impl HostImage {
 
 impl LoadedImage for HostImage {
     fn find_kernel(&self, name: &str) -> Result<Option<NonNull<c_void>>> {
-        Ok(self.object.lookup(name).map(|(address, _)| address))
+        let found = self.object.lookup(name).map(|(address, _)| address);
+        if let Some(address) = found {
+            let environment = format!("{name}{}", rustomp_abi::symbols::KERNEL_ENVIRONMENT_SUFFIX);
+            if let Some((at, size)) = self.object.lookup(&environment) {
+                let max_threads = (size >= size_of::<ConfigurationEnvironment>()).then(|| {
+                    // SAFETY: the image's kernel environment, a ConfigurationEnvironment first
+                    // (checked size), read-only data of the loaded object.
+                    unsafe {
+                        at.cast::<ConfigurationEnvironment>()
+                            .as_ptr()
+                            .read_unaligned()
+                    }
+                    .max_threads
+                });
+                self.gpu_style_kernels
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(
+                        address.as_ptr() as usize,
+                        max_threads.map_or(0, |m| u32::try_from(m).unwrap_or(0)),
+                    );
+            }
+        }
+        Ok(found)
     }
 
     fn global(&self, name: &str) -> Result<Option<DeviceGlobal>> {
@@ -274,7 +314,7 @@ impl LoadedImage for HostImage {
         &self,
         kernel: KernelHandle,
         args: &[*mut c_void],
-        _config: &LaunchConfig,
+        config: &LaunchConfig,
     ) -> Result<()> {
         // Host images ignore the launch environment; give them a valid, empty one.
         let mut launch_env = KernelLaunchEnvironment {
@@ -301,9 +341,41 @@ impl LoadedImage for HostImage {
         faults::inject(Op::Launch, self.device, || {
             format!("kernel at {:p}", kernel.raw())
         })?;
-        // SAFETY: the caller guarantees the kernel takes these values; `call` passes them per
-        // the SysV calling convention; `values` holds at least INLINE >= 6 of them.
-        unsafe { call::call_with_u64_args(kernel.raw(), values, count) };
+        // A GPU-style kernel's thread limit: the launch's, else its kernel environment's.
+        let team_thread_limit = self
+            .gpu_style_kernels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(kernel.raw() as usize))
+            .map(|&constant| {
+                if config.thread_limit > 0 {
+                    config.thread_limit
+                } else {
+                    constant
+                }
+            })
+            .filter(|&limit| limit > 0);
+        let mut run = || {
+            // SAFETY: the caller guarantees the kernel takes these values; `call` passes them
+            // per the SysV calling convention; `values` holds at least INLINE >= 6 of them.
+            unsafe { call::call_with_u64_args(kernel.raw(), values, count) }
+        };
+        let program_fortran = self
+            .fortran
+            .and_then(|_| fortran_units::FortranRuntime::program());
+        if let Some(program) = program_fortran {
+            program.flush_output();
+        }
+        kernel_stack::run_on_kernel_stack(self.device, kernel.raw(), || {
+            if let Some(limit) = team_thread_limit {
+                teams::in_one_team(limit, &mut run);
+            } else {
+                run();
+            }
+        });
+        if let Some(image) = self.fortran {
+            image.flush_output();
+        }
         Ok(())
     }
 

@@ -231,6 +231,32 @@ fn elf_symbol_names(bytes: &[u8]) -> Option<Vec<String>> {
         .collect()
 }
 
+/// The values (addresses before relocation) of the defined symbols named `wanted` in a 64-bit
+/// little-endian ELF's static symbol table, in `wanted`'s order (`None`: not there, or no
+/// table, as in a stripped file).
+pub fn elf_symbol_values(bytes: &[u8], wanted: &[&str]) -> Vec<Option<u64>> {
+    let mut found = vec![None; wanted.len()];
+    let Some(symbols) = FileHeader64::<LE>::parse(bytes)
+        .ok()
+        .and_then(|h| h.sections(LE, bytes).ok())
+        .and_then(|s| s.symbols(LE, bytes, SHT_SYMTAB).ok())
+    else {
+        return found;
+    };
+    for symbol in symbols.iter() {
+        if symbol.st_shndx.get(LE) == object::elf::SHN_UNDEF {
+            continue;
+        }
+        let Ok(name) = symbols.symbol_name(LE, symbol) else {
+            continue;
+        };
+        if let Some(i) = wanted.iter().position(|w| w.as_bytes() == name) {
+            found[i] = Some(symbol.st_value.get(LE));
+        }
+    }
+    found
+}
+
 /// The priority suffix of a constructor or destructor object name (`..._65535` -> 65535).
 pub fn init_priority(name: &str) -> Option<u16> {
     name.rsplit('_').next()?.parse().ok()

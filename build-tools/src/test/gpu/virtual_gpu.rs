@@ -4,8 +4,8 @@
 //! meet every day without a GPU.
 
 use crate::test::programs::{
-    known_failures, ours_verdict, run_program, runnable_programs, with_expected_output, Outcome,
-    Scope, JOBS, TIMEOUT,
+    known_failures, ours_verdict, run_program, runnable_programs, with_expected_output,
+    with_output_in_order, Outcome, Scope, JOBS, TIMEOUT,
 };
 use crate::util::{self, at, Result};
 use std::path::{Path, PathBuf};
@@ -75,7 +75,11 @@ pub fn run_suite(dir: &Path, arch: &str) -> Result<bool> {
         let seconds = start.elapsed().as_secs_f64();
         let mut expected = header.expect_stderr.clone();
         expected.extend(header.expect_stderr_both.iter().cloned());
-        let verdict = with_expected_output(ours_verdict(&outcome, header), &expected, &log);
+        let verdict = with_output_in_order(
+            with_expected_output(ours_verdict(&outcome, header), &expected, &log),
+            &header.expect_order,
+            &log,
+        );
         let verdict = match (&outcome, verdict) {
             (Outcome::Exit(_) | Outcome::Signal(_), (false, text)) => {
                 let last = last_message(&log);

@@ -1,0 +1,92 @@
+//! Output order of Fortran `print` in host-offload kernels. A flang-22 image carries its own
+//! copy of flang's runtime (linked into the image), whose unit 6 buffers apart from the
+//! program's: a region's `print` came out at exit, after everything the program printed later.
+//! So around a kernel of an image that has the runtime, the plugin flushes unit 6 of the
+//! program's runtime before (what the program printed comes first) and of the image's after
+//! (what the region printed comes before what the program prints next): program order, as C's
+//! `printf` has it through the one libc.
+
+use core::ffi::{c_char, c_void, CStr};
+use std::sync::OnceLock;
+
+const BEGIN_FLUSH: &CStr = c"_FortranAioBeginFlush";
+const END_STATEMENT: &CStr = c"_FortranAioEndIoStatement";
+/// Standard output's unit.
+const OUTPUT_UNIT: i32 = 6;
+
+/// One copy of flang's runtime: `Cookie BeginFlush(int unit, const char *file, int line)` and
+/// `int EndIoStatement(Cookie)`.
+#[derive(Clone, Copy)]
+pub struct FortranRuntime {
+    begin_flush: unsafe extern "C" fn(i32, *const c_char, i32) -> *mut c_void,
+    end_statement: unsafe extern "C" fn(*mut c_void) -> i32,
+}
+
+impl FortranRuntime {
+    /// The runtime whose entry points `lookup` finds, if both are there.
+    pub fn find(lookup: impl Fn(&CStr) -> Option<*mut c_void>) -> Option<FortranRuntime> {
+        let (begin, end) = (lookup(BEGIN_FLUSH)?, lookup(END_STATEMENT)?);
+        // SAFETY: flang's runtime entry points with these signatures (flang/Runtime/io-api.h).
+        unsafe {
+            Some(FortranRuntime {
+                begin_flush: core::mem::transmute::<*mut c_void, _>(begin),
+                end_statement: core::mem::transmute::<*mut c_void, _>(end),
+            })
+        }
+    }
+
+    /// The program's own runtime, when it is a Fortran program: exported (a shared flang
+    /// runtime), or else, as flang links it, static in the executable, found in its symbol table
+    /// (not when the executable is stripped: then only the image's unit is flushed).
+    pub fn program() -> Option<FortranRuntime> {
+        static PROGRAM: OnceLock<Option<FortranRuntime>> = OnceLock::new();
+        *PROGRAM.get_or_init(|| {
+            FortranRuntime::find(|name| {
+                // SAFETY: dlsym with a NUL-terminated name in the default scope.
+                let address = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+                (!address.is_null()).then_some(address)
+            })
+            .or_else(in_the_executable)
+        })
+    }
+
+    /// `flush(6)`: writes what unit 6 buffered.
+    pub fn flush_output(&self) {
+        // SAFETY: a complete FLUSH statement on a preconnected unit; the runtime owns the
+        // cookie between the two calls.
+        unsafe {
+            let cookie = (self.begin_flush)(OUTPUT_UNIT, c"rustomp host plugin".as_ptr(), 0);
+            (self.end_statement)(cookie);
+        }
+    }
+}
+
+/// The runtime linked statically into the executable: its symbol table's values, moved by where
+/// the executable is loaded (the first object `dl_iterate_phdr` reports).
+fn in_the_executable() -> Option<FortranRuntime> {
+    let bytes = std::fs::read("/proc/self/exe").ok()?;
+    let names = [BEGIN_FLUSH, END_STATEMENT].map(|n| n.to_str().unwrap_or_default());
+    let values = rustomp_plugin::image::elf_symbol_values(&bytes, &names);
+    let bias = executable_load_bias()?;
+    FortranRuntime::find(|name| {
+        let i = names.iter().position(|n| n.as_bytes() == name.to_bytes())?;
+        values[i].map(|v| (v + bias) as usize as *mut c_void)
+    })
+}
+
+fn executable_load_bias() -> Option<u64> {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        out: *mut c_void,
+    ) -> i32 {
+        // SAFETY: dl_iterate_phdr passes a valid info and our `out`.
+        unsafe { *(out as *mut u64) = (*info).dlpi_addr };
+        1 // the executable comes first: stop
+    }
+    let mut bias = 0u64;
+    // SAFETY: the callback writes one u64 to `bias`, which outlives the call.
+    let visited =
+        unsafe { libc::dl_iterate_phdr(Some(first), &mut bias as *mut u64 as *mut c_void) };
+    (visited == 1).then_some(bias)
+}
