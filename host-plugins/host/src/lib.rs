@@ -219,6 +219,9 @@ pub struct HostImage {
     /// its own, see `teams`), by address: the `thread_limit` the environment carries (its
     /// `MaxThreads`, where flang puts a constant clause; 0 none).
     gpu_style_kernels: std::sync::Mutex<std::collections::HashMap<usize, u32>>,
+    /// Whether `gpu_style_kernels` holds any: clang's images have none, and their launches skip
+    /// the lock.
+    any_gpu_style: std::sync::atomic::AtomicBool,
     /// The image's own copy of flang's runtime, if it has one (see `fortran_units`).
     fortran: Option<fortran_units::FortranRuntime>,
 }
@@ -244,6 +247,7 @@ impl HostImage {
             device,
             indirect: None,
             gpu_style_kernels: Default::default(),
+            any_gpu_style: Default::default(),
             fortran: None,
         };
         loaded.fortran = fortran_units::FortranRuntime::find(|name| {
@@ -288,6 +292,8 @@ impl LoadedImage for HostImage {
                     }
                     .max_threads
                 });
+                self.any_gpu_style
+                    .store(true, std::sync::atomic::Ordering::Release);
                 self.gpu_style_kernels
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -342,12 +348,17 @@ impl LoadedImage for HostImage {
             format!("kernel at {:p}", kernel.raw())
         })?;
         // A GPU-style kernel's thread limit: the launch's, else its kernel environment's.
-        let team_thread_limit = self
-            .gpu_style_kernels
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&(kernel.raw() as usize))
-            .map(|&constant| {
+        let any_gpu_style = self.any_gpu_style.load(std::sync::atomic::Ordering::Acquire);
+        let team_thread_limit = any_gpu_style
+            .then(|| {
+                self.gpu_style_kernels
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&(kernel.raw() as usize))
+                    .copied()
+            })
+            .flatten()
+            .map(|constant| {
                 if config.thread_limit > 0 {
                     config.thread_limit
                 } else {
