@@ -12,6 +12,7 @@ mod diag;
 mod export;
 mod external;
 pub mod mapping;
+mod ompt;
 mod profile;
 mod runtime;
 mod target;
@@ -31,6 +32,7 @@ exports! {
         if !desc.is_null() {
             // SAFETY: guaranteed by the caller.
             runtime::runtime().register(unsafe { &*desc });
+            ompt::connect_once();
         }
     }
 

@@ -3,6 +3,7 @@
 
 use crate::diag::{self, debug};
 use crate::mapping::{self, LaunchArguments, MapList};
+use crate::ompt;
 use crate::profile;
 use crate::runtime::{runtime, DeviceState, Policy};
 use rustomp_abi::{Ident, KernelArgs};
@@ -165,6 +166,7 @@ pub unsafe fn data_begin(
     let Some(device) = resolve(device_id, &loc) else {
         return OFFLOAD_SUCCESS;
     };
+    let _construct = ompt::Region::begin(ompt::Construct::EnterData, device.id);
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
         mapping::print_kernel_arguments(
             device.id,
@@ -189,6 +191,7 @@ pub fn data_end(ident: *const Ident, device_id: i64, list: &MapList) -> i32 {
     let Some(device) = resolve(device_id, &loc) else {
         return OFFLOAD_SUCCESS;
     };
+    let _construct = ompt::Region::begin(ompt::Construct::ExitData, device.id);
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
         mapping::print_kernel_arguments(
             device.id,
@@ -208,6 +211,7 @@ pub fn data_update(ident: *const Ident, device_id: i64, list: &MapList) -> i32 {
     let Some(device) = resolve(device_id, &loc) else {
         return OFFLOAD_SUCCESS;
     };
+    let _construct = ompt::Region::begin(ompt::Construct::Update, device.id);
     if diag::info_enabled(diag::infotype::KERNEL_ARGS) {
         mapping::print_kernel_arguments(
             device.id,
@@ -244,6 +248,7 @@ pub unsafe fn target_kernel(
         );
         return OFFLOAD_FAIL;
     };
+    let _construct = ompt::Region::begin(ompt::Construct::Target, device.id);
     let mut list = MapList::new();
     // SAFETY: guaranteed by the caller.
     unsafe {
@@ -285,8 +290,10 @@ pub unsafe fn target_kernel(
         device.id,
         values.len()
     );
-    // SAFETY: the values follow the kernel's parameter list as clang built it.
-    let launched = unsafe { bound.image.launch(bound.kernel, &values[..], &config) };
+    let launched = ompt::submit(config.num_teams, || {
+        // SAFETY: the values follow the kernel's parameter list as clang built it.
+        unsafe { bound.image.launch(bound.kernel, &values[..], &config) }
+    });
     // The private copies are freed once, after the kernel that used them finished.
     let freed = temporaries
         .drain(..)

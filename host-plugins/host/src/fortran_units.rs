@@ -18,9 +18,11 @@ const OUTPUT_UNIT: i32 = 6;
 /// `int EndIoStatement(Cookie)`.
 #[derive(Clone, Copy)]
 pub struct FortranRuntime {
-    begin_flush: unsafe extern "C" fn(i32, *const c_char, i32) -> *mut c_void,
-    end_statement: unsafe extern "C" fn(*mut c_void) -> i32,
+    begin_flush: BeginFlush,
+    end_statement: EndStatement,
 }
+type BeginFlush = unsafe extern "C" fn(i32, *const c_char, i32) -> *mut c_void;
+type EndStatement = unsafe extern "C" fn(*mut c_void) -> i32;
 
 impl FortranRuntime {
     /// The runtime whose entry points `lookup` finds, if both are there.
@@ -29,8 +31,8 @@ impl FortranRuntime {
         // SAFETY: flang's runtime entry points with these signatures (flang/Runtime/io-api.h).
         unsafe {
             Some(FortranRuntime {
-                begin_flush: core::mem::transmute::<*mut c_void, _>(begin),
-                end_statement: core::mem::transmute::<*mut c_void, _>(end),
+                begin_flush: core::mem::transmute::<*mut c_void, BeginFlush>(begin),
+                end_statement: core::mem::transmute::<*mut c_void, EndStatement>(end),
             })
         }
     }

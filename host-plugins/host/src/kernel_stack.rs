@@ -251,6 +251,7 @@ pub fn run_on_kernel_stack(device: usize, kernel: *const c_void, kernel_call: im
 /// A thread needs an alternate signal stack for the fault handler to run when its stack is
 /// what overflowed. Rust's threads have one; others (the program's own) get one here.
 fn ensure_signal_stack() {
+    // SAFETY: stack_t is plain data; all zeros is a valid value.
     let mut current: libc::stack_t = unsafe { core::mem::zeroed() };
     // SAFETY: querying only.
     unsafe { libc::sigaltstack(core::ptr::null(), &mut current) };
@@ -333,6 +334,7 @@ fn report_overflow(slot: &Slot) -> ! {
     line.number(slot.device.load(Ordering::Relaxed));
     line.push(b": kernel ");
     let kernel = slot.kernel.load(Ordering::Relaxed);
+    // SAFETY: Dl_info is plain data; all zeros is a valid value.
     let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
     // SAFETY: dladdr only reads the loader's tables (the process is about to abort).
     if unsafe { libc::dladdr(kernel as *const c_void, &mut info) } != 0 && !info.dli_sname.is_null()

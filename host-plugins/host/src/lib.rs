@@ -348,7 +348,9 @@ impl LoadedImage for HostImage {
             format!("kernel at {:p}", kernel.raw())
         })?;
         // A GPU-style kernel's thread limit: the launch's, else its kernel environment's.
-        let any_gpu_style = self.any_gpu_style.load(std::sync::atomic::Ordering::Acquire);
+        let any_gpu_style = self
+            .any_gpu_style
+            .load(std::sync::atomic::Ordering::Acquire);
         let team_thread_limit = any_gpu_style
             .then(|| {
                 self.gpu_style_kernels

@@ -15,10 +15,14 @@ use std::sync::OnceLock;
 
 type Microtask = unsafe extern "C" fn(*mut i32, *mut i32, *mut c_void);
 
+type GlobalThreadNum = unsafe extern "C" fn(*const c_void) -> i32;
+type PushNumTeams = unsafe extern "C" fn(*const c_void, i32, i32, i32);
+type ForkTeams = unsafe extern "C" fn(*const c_void, i32, Microtask, ...);
+
 struct Libomp {
-    global_thread_num: unsafe extern "C" fn(*const c_void) -> i32,
-    push_num_teams: unsafe extern "C" fn(*const c_void, i32, i32, i32),
-    fork_teams: unsafe extern "C" fn(*const c_void, i32, Microtask, ...),
+    global_thread_num: GlobalThreadNum,
+    push_num_teams: PushNumTeams,
+    fork_teams: ForkTeams,
 }
 
 fn libomp() -> Option<&'static Libomp> {
@@ -41,9 +45,13 @@ fn libomp() -> Option<&'static Libomp> {
             // __kmpc_fork_teams(ident_t *, kmp_int32 argc, kmpc_micro, ...)`).
             unsafe {
                 Some(Libomp {
-                    global_thread_num: core::mem::transmute::<*mut c_void, _>(global_thread_num),
-                    push_num_teams: core::mem::transmute::<*mut c_void, _>(push_num_teams),
-                    fork_teams: core::mem::transmute::<*mut c_void, _>(fork_teams),
+                    global_thread_num: core::mem::transmute::<*mut c_void, GlobalThreadNum>(
+                        global_thread_num,
+                    ),
+                    push_num_teams: core::mem::transmute::<*mut c_void, PushNumTeams>(
+                        push_num_teams,
+                    ),
+                    fork_teams: core::mem::transmute::<*mut c_void, ForkTeams>(fork_teams),
                 })
             }
         })

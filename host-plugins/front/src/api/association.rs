@@ -64,18 +64,20 @@ exports! {
         let Some(d) = device(device_num, "omp_target_associate_ptr") else {
             return OFFLOAD_FAIL;
         };
-        let mut table = d.table();
         let host = host as usize;
         let target = device_ptr as usize + device_offset;
-        if let Some(existing) = table.find(host, size) {
-            if existing.device_address(host) == target && existing.host_end - existing.host_begin == size {
-                return 0;
+        crate::ompt::association(d.id, host, target, size, true, || {
+            let mut table = d.table();
+            if let Some(existing) = table.find(host, size) {
+                if existing.device_address(host) == target && existing.host_end - existing.host_begin == size {
+                    return 0;
+                }
+                diag::error("Not allowed to re-associate a different device ptr+offset with the same host ptr");
+                return OFFLOAD_FAIL;
             }
-            diag::error("Not allowed to re-associate a different device ptr+offset with the same host ptr");
-            return OFFLOAD_FAIL;
-        }
-        table.insert(MapEntry::infinite(host, size, target, 0));
-        0
+            table.insert(MapEntry::infinite(host, size, target, 0));
+            0
+        })
     }
 
     pub extern "C" fn omp_target_disassociate_ptr(host: *const c_void, device_num: i32) -> i32 {
@@ -91,21 +93,23 @@ exports! {
         let Some(d) = device(device_num, "omp_target_disassociate_ptr") else {
             return OFFLOAD_FAIL;
         };
-        let mut table = d.table();
-        // Only an entry that begins at `host` (LLVM looks the exact address up).
-        let Some(entry) = table.find(host as usize, 0).filter(|e| e.host_begin == host as usize) else {
-            diag::error("Association not found");
-            return OFFLOAD_FAIL;
-        };
-        if entry.hold_refs != 0 {
-            diag::error("Trying to disassociate a pointer with a non-zero hold reference count");
-            return OFFLOAD_FAIL;
-        }
-        if !entry.infinite {
-            diag::error("Trying to disassociate a pointer which was not mapped via omp_target_associate_ptr");
-            return OFFLOAD_FAIL;
-        }
-        table.remove(host as usize);
-        0
+        crate::ompt::association(d.id, host as usize, 0, 0, false, || {
+            let mut table = d.table();
+            // Only an entry that begins at `host` (LLVM looks the exact address up).
+            let Some(entry) = table.find(host as usize, 0).filter(|e| e.host_begin == host as usize) else {
+                diag::error("Association not found");
+                return OFFLOAD_FAIL;
+            };
+            if entry.hold_refs != 0 {
+                diag::error("Trying to disassociate a pointer with a non-zero hold reference count");
+                return OFFLOAD_FAIL;
+            }
+            if !entry.infinite {
+                diag::error("Trying to disassociate a pointer which was not mapped via omp_target_associate_ptr");
+                return OFFLOAD_FAIL;
+            }
+            table.remove(host as usize);
+            0
+        })
     }
 }

@@ -30,13 +30,17 @@ pub(super) unsafe fn copy(
             Ok(())
         }
         (false, true) => match device(dst_dev, "omp_target_memcpy") {
-            // SAFETY: OpenMP requires valid ranges from the caller.
-            Some(d) => unsafe { d.backend.copy_to_device(dst, src, len) },
+            Some(d) => crate::ompt::to_device(d.id, src as usize, dst as usize, len, || {
+                // SAFETY: OpenMP requires valid ranges from the caller.
+                unsafe { d.backend.copy_to_device(dst, src, len) }
+            }),
             None => return -1,
         },
         (true, false) => match device(src_dev, "omp_target_memcpy") {
-            // SAFETY: as above.
-            Some(d) => unsafe { d.backend.copy_from_device(dst, src, len) },
+            Some(d) => crate::ompt::from_device(d.id, src as usize, dst as usize, len, || {
+                // SAFETY: as above.
+                unsafe { d.backend.copy_from_device(dst, src, len) }
+            }),
             None => return -1,
         },
         (false, false) => {

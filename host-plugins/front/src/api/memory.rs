@@ -15,7 +15,8 @@ pub(super) fn alloc(size: usize, device_num: i32, kind: AllocKind) -> *mut c_voi
         return unsafe { libc::malloc(size) };
     }
     match device(device_num, "omp_target_alloc") {
-        Some(d) => d.backend.alloc(size, kind).unwrap_or(std::ptr::null_mut()),
+        Some(d) => crate::ompt::alloc(d.id, 0, size, || d.backend.alloc(size, kind))
+            .unwrap_or(std::ptr::null_mut()),
         None => std::ptr::null_mut(),
     }
 }
@@ -31,8 +32,11 @@ pub(super) unsafe fn free(ptr: *mut c_void, device_num: i32, kind: AllocKind) {
         return;
     }
     if let Some(d) = device(device_num, "omp_target_free") {
-        // SAFETY: guaranteed by the caller.
-        if let Err(e) = unsafe { d.backend.free(ptr, kind) } {
+        let free = || {
+            // SAFETY: guaranteed by the caller.
+            unsafe { d.backend.free(ptr, kind) }
+        };
+        if let Err(e) = crate::ompt::delete(d.id, ptr as usize, free) {
             diag::error(&format!(
                 "omp_target_free of {ptr:p} on device {device_num}: {e}"
             ));

@@ -156,7 +156,9 @@ pub(super) fn map_one(
             let room = table.room_for(begin, size, base);
             let (allocation, device_begin) = match room {
                 Some(device_begin) => (device_begin, device_begin),
-                None => match device.backend.alloc(size + padding, AllocKind::Device) {
+                None => match crate::ompt::alloc(device.id, begin, size + padding, || {
+                    device.backend.alloc(size + padding, AllocKind::Device)
+                }) {
                     Ok(allocation) => (allocation as usize, allocation as usize + padding),
                     Err(e) => {
                         // A device failure, not a broken map clause: LLVM's words, the device's

@@ -124,10 +124,17 @@ pub(super) fn private_argument(
 ) -> Result<usize> {
     let size = item_size(item);
     let attach = item.kind.contains(MapType::ATTACH);
-    let buffer = phase
-        .device
-        .backend
-        .alloc(size.max(POINTER_SIZE), AllocKind::Device)? as usize;
+    let device = phase.device;
+    let buffer = crate::ompt::alloc(
+        device.id,
+        item.begin as usize,
+        size.max(POINTER_SIZE),
+        || {
+            device
+                .backend
+                .alloc(size.max(POINTER_SIZE), AllocKind::Device)
+        },
+    )? as usize;
     temporaries.push(buffer);
     if attach {
         // Corresponding-pointer initialization: base is the host pointer, begin its pointee.

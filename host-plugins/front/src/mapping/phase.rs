@@ -48,17 +48,20 @@ pub(super) enum Transfer {
 }
 
 impl Transfer {
-    pub(super) fn perform(&self, backend: &dyn Device) -> Result<()> {
+    pub(super) fn perform(&self, id: usize, backend: &dyn Device) -> Result<()> {
         let write_pointer = |device: usize, value: usize| {
-            // SAFETY: `device` is a pointer slot inside an entry this phase holds busy, or inside
-            // a private buffer it owns.
-            unsafe {
-                backend.copy_to_device(
-                    device as *mut c_void,
-                    &value as *const usize as *const c_void,
-                    POINTER_SIZE,
-                )
-            }
+            let source = &value as *const usize as usize;
+            crate::ompt::to_device(id, source, device, POINTER_SIZE, || {
+                // SAFETY: `device` is a pointer slot inside an entry this phase holds busy, or
+                // inside a private buffer it owns.
+                unsafe {
+                    backend.copy_to_device(
+                        device as *mut c_void,
+                        source as *const c_void,
+                        POINTER_SIZE,
+                    )
+                }
+            })
         };
         match self {
             Transfer::ToDevice {
@@ -67,11 +70,18 @@ impl Transfer {
                 size,
                 shadows,
             } => {
-                // SAFETY: `host` is the user's object of `size` bytes; the device range lies in
-                // an entry this phase holds busy (nobody frees it meanwhile) or in its own buffer.
-                unsafe {
-                    backend.copy_to_device(*device as *mut c_void, *host as *const c_void, *size)?
-                };
+                crate::ompt::to_device(id, *host, *device, *size, || {
+                    // SAFETY: `host` is the user's object of `size` bytes; the device range lies
+                    // in an entry this phase holds busy (nobody frees it meanwhile) or in its own
+                    // buffer.
+                    unsafe {
+                        backend.copy_to_device(
+                            *device as *mut c_void,
+                            *host as *const c_void,
+                            *size,
+                        )
+                    }
+                })?;
                 shadows
                     .iter()
                     .try_for_each(|s| write_pointer(s.device_address, s.device_value))
@@ -87,14 +97,16 @@ impl Transfer {
                     .iter()
                     .map(|s| unsafe { (s.host_address as *const usize).read_unaligned() })
                     .collect();
-                // SAFETY: as for `ToDevice`.
-                unsafe {
-                    backend.copy_from_device(
-                        *host as *mut c_void,
-                        *device as *const c_void,
-                        *size,
-                    )?
-                };
+                crate::ompt::from_device(id, *device, *host, *size, || {
+                    // SAFETY: as for `ToDevice`.
+                    unsafe {
+                        backend.copy_from_device(
+                            *host as *mut c_void,
+                            *device as *const c_void,
+                            *size,
+                        )
+                    }
+                })?;
                 for (shadow, value) in shadows.iter().zip(kept) {
                     debug!(
                         "keeping host pointer at {:#x} = {value:#x}",
@@ -288,7 +300,10 @@ impl<'d> Phase<'d> {
             // A few bytes copied by memcpy (the CPU plugin): cheaper under the lock than a
             // second round through it, and nothing needs to be marked busy.
             let backend = &*self.device.backend;
-            copied = self.transfers.iter().try_for_each(|t| t.perform(backend));
+            copied = self
+                .transfers
+                .iter()
+                .try_for_each(|t| t.perform(self.device.id, backend));
             if copied.is_err() && undo_on_failure {
                 self.undo(&mut table);
             }
@@ -302,7 +317,10 @@ impl<'d> Phase<'d> {
             }
             drop(table);
             let backend = &*self.device.backend;
-            copied = self.transfers.iter().try_for_each(|t| t.perform(backend));
+            copied = self
+                .transfers
+                .iter()
+                .try_for_each(|t| t.perform(self.device.id, backend));
             table = self.device.table();
             if copied.is_err() && undo_on_failure {
                 self.undo(&mut table);
@@ -390,9 +408,11 @@ impl<'d> Phase<'d> {
 
 /// Frees device memory the runtime allocated for a map entry or a private copy.
 pub fn free_device(device: &DeviceState, ptr: usize) -> Result<()> {
-    // SAFETY: callers pass device memory this runtime allocated on `device` (an entry's or a
-    // private copy's), when its last reference goes, once.
-    unsafe { device.backend.free(ptr as *mut c_void, AllocKind::Device) }
+    crate::ompt::delete(device.id, ptr, || {
+        // SAFETY: callers pass device memory this runtime allocated on `device` (an entry's or
+        // a private copy's), when its last reference goes, once.
+        unsafe { device.backend.free(ptr as *mut c_void, AllocKind::Device) }
+    })
 }
 
 /// Whether what `item` looks up overlaps a range another phase (not `owner`) has copies in

@@ -281,6 +281,12 @@ impl DeviceState {
                 continue;
             };
             let image: Arc<dyn LoadedImage> = Arc::from(self.backend.load_image(&raw.info())?);
+            crate::ompt::image_loaded(
+                self.id,
+                raw.start as *const std::ffi::c_void,
+                raw.len,
+                raw.start as u64,
+            );
             info!(
                 diag::infotype::PLUGIN,
                 self.id,

@@ -311,7 +311,18 @@ impl Runtime {
                 let plugin = &self.plugins[slot.plugin];
                 plugin.open_device(slot.index, id, total).map(|backend| {
                     let state = DeviceState::new(id, crate::profile::observe(id, backend));
-                    &*Box::leak(Box::new(state))
+                    let state: &'static DeviceState = Box::leak(Box::new(state));
+                    // LLVM's host plugin calls its devices `generic-64bit`.
+                    let kind = match plugin.name() {
+                        "host" => "generic-64bit",
+                        other => other,
+                    };
+                    crate::ompt::device_initialized(
+                        id,
+                        kind,
+                        state as *const _ as *const std::ffi::c_void,
+                    );
+                    state
                 })
             })
             .clone()?;
@@ -405,6 +416,11 @@ impl Runtime {
         }
         let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
         libraries.retain(|l| l.id != id);
+        if libraries.is_empty() {
+            // The program's last images go (at exit): the devices are done, as LLVM's runtime
+            // reports them when it deinitializes, before libomp finalizes the tool.
+            crate::ompt::devices_finalized();
+        }
         self.unserved
             .lock()
             .unwrap_or_else(|e| e.into_inner())
