@@ -58,7 +58,7 @@ pub extern "C" fn omp_get_max_threads() -> i32 {
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_thread_limit() -> i32 {
-    state::level_zero_thread_limit() as i32
+    state::thread_limit() as i32
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn omp_get_team_num() -> i32 {

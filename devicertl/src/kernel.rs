@@ -28,7 +28,7 @@ pub unsafe extern "C" fn __kmpc_target_init(
     if exec_mode::is_spmd(config.exec_mode) {
         // Every thread runs the team's code at once: thread 0 sets the team up first.
         if tid == 0 {
-            state::init_team(config.exec_mode, launch_env);
+            state::init_team(config.exec_mode, config.max_threads, launch_env);
         }
         arch::team_barrier();
         return -1;
@@ -37,7 +37,7 @@ pub unsafe extern "C" fn __kmpc_target_init(
     // workers first read it after the team barrier that starts one (or ends the kernel): the
     // main thread sets it up and goes on without a barrier here.
     if tid == state::main_thread_id() {
-        state::init_team(config.exec_mode, launch_env);
+        state::init_team(config.exec_mode, config.max_threads, launch_env);
         return -1;
     }
     // Only workers wait for regions; the main thread's warp-mates and any thread past the last

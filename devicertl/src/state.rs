@@ -167,6 +167,8 @@ pub const SCRATCH_RUN_SCHEDULE: usize = 4;
 pub const SCRATCH_DOACROSS: usize = 5;
 /// `omp_set_max_active_levels` outside regions: the value + 1, 0 until set.
 pub const SCRATCH_MAX_ACTIVE_LEVELS: usize = 6;
+/// The kernel's `thread_limit` clause (its kernel environment's `MaxThreads`), 0 when none.
+pub const SCRATCH_THREAD_LIMIT: usize = 7;
 
 #[repr(C)]
 pub struct TeamState {
@@ -221,8 +223,9 @@ pub fn team() -> &'static TeamState {
 
 /// Resets the team: SPMD, thread 0 before the first barrier of the kernel; generic, the main
 /// thread before it first uses the team state.
-pub fn init_team(exec_mode: u8, launch_env: *mut KernelLaunchEnvironment) {
+pub fn init_team(exec_mode: u8, max_threads: i32, launch_env: *mut KernelLaunchEnvironment) {
     let team = team();
+    team.scratch[SCRATCH_THREAD_LIMIT].store(max_threads.max(0) as u64, Ordering::Relaxed);
     team.exec_mode.store(exec_mode as u32, Ordering::Relaxed);
     // What a region of the whole team sets: an SPMD kernel's first such region then starts
     // without publishing it (`__kmpc_parallel_60`). Only threads inside a team-wide region read
@@ -301,6 +304,19 @@ pub fn max_workers() -> u32 {
 
 /// Threads a team-level parallel region can get: the whole block in SPMD mode, the workers
 /// (at least one: the main thread itself) in generic mode.
+/// The thread-limit-var ICV: the kernel's `thread_limit` clause where the compiler put it in the
+/// kernel environment and the block holds that many threads (a generic kernel with a limit
+/// below a warp gets fewer workers than the limit: they still may not exceed it); otherwise
+/// what a team-level region can get.
+pub fn thread_limit() -> u32 {
+    let clause = team().scratch[SCRATCH_THREAD_LIMIT].load(Ordering::Relaxed) as u32;
+    if clause > 0 && clause <= arch::num_threads_in_block() {
+        clause
+    } else {
+        level_zero_thread_limit()
+    }
+}
+
 pub fn level_zero_thread_limit() -> u32 {
     if is_spmd() {
         arch::num_threads_in_block()

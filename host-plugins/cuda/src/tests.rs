@@ -961,13 +961,8 @@ fn loading_an_image_publishes_the_device_environment_and_indirect_table() {
     let block = u64_at(&global_bytes("__rustomp_indirect_call_table"), 0);
     assert_eq!(block + 16, address, "the entries follow the header");
     // SAFETY: the fake device block is host memory: the 16-byte header, then the entries.
-    assert_eq!(
-        u64_at(
-            unsafe { std::slice::from_raw_parts(block as *const u8, 16) },
-            0
-        ),
-        3
-    );
+    let header = unsafe { std::slice::from_raw_parts(block as *const u8, 16) };
+    assert_eq!(u64_at(header, 0), 3);
     // SAFETY: the fake device table is host memory of 3 entries.
     let uploaded = unsafe { std::slice::from_raw_parts(address as *const u8, 48) };
     let hosts: Vec<u64> = (0..3).map(|i| u64_at(uploaded, i * 16)).collect();

@@ -8,6 +8,7 @@
 //! offload policy are owned here; plugins only allocate, copy, load and launch.
 
 mod api;
+mod data_regions;
 mod diag;
 mod export;
 mod external;
@@ -32,6 +33,7 @@ exports! {
         if !desc.is_null() {
             // SAFETY: guaranteed by the caller.
             runtime::runtime().register(unsafe { &*desc });
+            ompt::set_host_device(runtime::runtime().num_devices());
             ompt::connect_once();
         }
     }
@@ -234,9 +236,20 @@ unsafe fn data_op(
         )
     }
     match op {
-        // SAFETY: as above.
-        DataOp::Begin => unsafe { target::data_begin(ident, device_id, &list, bases) },
-        DataOp::End => target::data_end(ident, device_id, &list),
+        DataOp::Begin => {
+            let resolved = if device_id == rustomp_abi::device_id::UNDEFINED {
+                target::default_device()
+            } else {
+                device_id
+            };
+            data_regions::began(types as usize, arg_num, resolved);
+            // SAFETY: as above.
+            unsafe { target::data_begin(ident, device_id, &list, bases) }
+        }
+        DataOp::End => {
+            let device_id = data_regions::ending(types as usize, arg_num, device_id);
+            target::data_end(ident, device_id, &list)
+        }
         DataOp::Update => target::data_update(ident, device_id, &list),
     }
 }

@@ -542,8 +542,17 @@ fn data_op<T>(
     result
 }
 
+/// The host's device number (`omp_get_initial_device()`: the number of devices), which the
+/// front sets as devices are counted (see `set_host_device`).
+static HOST_DEVICE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
 fn host_device() -> c_int {
-    crate::runtime::runtime().num_devices() as c_int
+    HOST_DEVICE.load(Ordering::Relaxed)
+}
+
+/// The number of devices, which is the host's device number.
+pub fn set_host_device(devices: usize) {
+    HOST_DEVICE.store(devices as c_int, Ordering::Relaxed);
 }
 
 /// An allocation of `bytes` on `device` for the host object at `host` (0: none, a buffer of

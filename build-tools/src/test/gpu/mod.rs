@@ -195,12 +195,24 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
         }
     }
     let runtime = runtime_fingerprint();
+    // Host-only programs never run in the suite (some, e.g. Fortran I/O in a region, do not
+    // even build for a GPU): not compiled either.
+    let to_compile: Vec<PathBuf> = programs
+        .iter()
+        .filter(|src| {
+            parse_header(&std::fs::read_to_string(src).unwrap_or_default())
+                .host_only
+                .is_none()
+        })
+        .cloned()
+        .collect();
     println!(
-        "gpu suite: compiling {} programs for {} ({JOBS} at a time; unchanged ones are kept)",
-        programs.len(),
-        arch()
+        "gpu suite: compiling {} programs for {} ({JOBS} at a time; unchanged ones are kept; {} host-only ones are not)",
+        to_compile.len(),
+        arch(),
+        programs.len() - to_compile.len()
     );
-    let results = util::parallel(&programs, JOBS, |src| {
+    let results = util::parallel(&to_compile, JOBS, |src| {
         compile_one(src, &bin, &logs, runtime)
     });
 
