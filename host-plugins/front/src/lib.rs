@@ -12,6 +12,7 @@ mod data_regions;
 mod diag;
 mod export;
 mod external;
+mod host_call_guard;
 pub mod mapping;
 mod ompt;
 mod profile;

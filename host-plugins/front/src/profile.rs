@@ -456,6 +456,9 @@ impl Device for Observed {
     fn uses_auto_zero_copy(&self) -> bool {
         self.inner.uses_auto_zero_copy()
     }
+    fn waits_for_running_kernels(&self) -> bool {
+        self.inner.waits_for_running_kernels()
+    }
     fn unified_memory(&self) -> std::result::Result<(), String> {
         self.inner.unified_memory()
     }

@@ -2,6 +2,7 @@
 //! policy, map, launch, unmap. Failures are reported here with the construct's location.
 
 use crate::diag::{self, debug};
+use crate::host_call_guard;
 use crate::mapping::{self, LaunchArguments, MapList};
 use crate::ompt;
 use crate::profile;
@@ -34,8 +35,20 @@ pub fn default_device() -> i64 {
     }
 }
 
-/// The device a construct runs on, or why not. `None` means "the host" (fallback).
+/// The device a construct runs on, or why not. `None` means "the host" (fallback). A construct
+/// on the device whose kernel called the host function it is in is refused
+/// (`host_call_guard`).
 pub fn resolve(device_id: i64, loc: &diag::Location) -> Option<&'static DeviceState> {
+    let device = resolve_device(device_id, loc)?;
+    let waits = || device.backend.waits_for_running_kernels();
+    if let Some(why) = host_call_guard::refusal(device.id, waits, "a target construct") {
+        failed(loc, &why);
+        return None;
+    }
+    Some(device)
+}
+
+fn resolve_device(device_id: i64, loc: &diag::Location) -> Option<&'static DeviceState> {
     let rt = runtime();
     let id = if device_id == rustomp_abi::device_id::UNDEFINED {
         default_device()
@@ -291,6 +304,7 @@ pub unsafe fn target_kernel(
         values.len()
     );
     let launched = ompt::submit(config.num_teams, || {
+        let _launching = host_call_guard::Launching::on(device.id);
         // SAFETY: the values follow the kernel's parameter list as clang built it.
         unsafe { bound.image.launch(bound.kernel, &values[..], &config) }
     });

@@ -259,6 +259,13 @@ pub trait Device: Send + Sync {
     fn shares_host_memory(&self) -> bool {
         false
     }
+    /// Whether a call on this device (allocation, free, copy, launch) made while one of its
+    /// kernels runs waits for that kernel, as CUDA's and HSA's synchronous calls do: a host
+    /// function that kernel called (`__llvm_omp_host_call`) must then not make one, or both
+    /// wait for each other.
+    fn waits_for_running_kernels(&self) -> bool {
+        false
+    }
     /// Whether maps use host memory without copies even without `requires
     /// unified_shared_memory` (LLVM's automatic zero-copy on AMD APUs, `OMPX_APU_MAPS`).
     fn uses_auto_zero_copy(&self) -> bool {

@@ -279,6 +279,11 @@ fn section<'a>(bytes: &'a [u8], name: &str) -> std::result::Result<Option<&'a [u
 }
 
 impl Backend for VgpuDevice {
+    /// Host memory and a runner thread per device: its allocations and copies never wait for
+    /// a running kernel.
+    fn waits_for_running_kernels(&self) -> bool {
+        false
+    }
     type Module = VgpuModule;
     type Function = VgpuFunction;
     const INITIALIZERS: Initializers = Initializers::ObjectArray {

@@ -30,7 +30,18 @@ fn device(id: i32, what: &str) -> Option<&'static DeviceState> {
         return None;
     }
     match runtime().device(id as usize) {
-        Ok(d) => Some(d),
+        Ok(d) => {
+            // Routines that allocate, free or copy wait for the device's running kernels.
+            let moves = ["omp_target_alloc", "omp_target_free", "omp_target_mem"]
+                .iter()
+                .any(|r| what.starts_with(r));
+            let waits = || moves && d.backend.waits_for_running_kernels();
+            if let Some(why) = crate::host_call_guard::refusal(d.id, waits, what) {
+                diag::error(&why);
+                return None;
+            }
+            Some(d)
+        }
         Err(e) => {
             diag::error(&format!("{what}: {e}"));
             None

@@ -158,6 +158,10 @@ pub trait Backend: Send + Sync + 'static {
     fn uses_auto_zero_copy(&self) -> bool {
         false
     }
+    /// See `Device::waits_for_running_kernels`: true for a GPU driver's synchronous calls.
+    fn waits_for_running_kernels(&self) -> bool {
+        true
+    }
     /// Whether the generic layer should stage large copies of pageable host memory through
     /// pinned buffers ([`staging`]): for a driver whose own pageable copies are slow (CUDA)
     /// and that does not stage itself.

@@ -204,6 +204,10 @@ impl<B: Backend> Device for GenericDevice<B> {
         self.core.backend.uses_auto_zero_copy()
     }
 
+    fn waits_for_running_kernels(&self) -> bool {
+        self.core.backend.waits_for_running_kernels()
+    }
+
     fn unified_memory(&self) -> std::result::Result<(), String> {
         self.core.backend.unified_memory()
     }
