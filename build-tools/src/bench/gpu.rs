@@ -74,6 +74,10 @@ pub(super) fn gpu_group(
         }
         Err(why) => compile_notes.push(format!("cuda_raw.c does not build: {why}")),
     }
+    // What the compiler reports of each kernel's resources: printed with or without a GPU.
+    if helper_built.is_ok() {
+        super::resources::report(group.programs, out_dir, Some(&helper))?;
+    }
     if let Err(why) = driver {
         println!(
             "\n{}: skipped ({why}; {})",
