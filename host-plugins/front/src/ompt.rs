@@ -414,38 +414,84 @@ impl Drop for Region {
 }
 
 /// The return address of the runtime's entry point in the program: the first frame, from the
-/// innermost, outside this library (so inlining inside it changes nothing).
+/// innermost, outside this library (so inlining inside it changes nothing). The unwinder stops
+/// at that frame, and the test is a range compare: a few frames' work per construct.
 fn return_address_in_program() -> *const c_void {
-    let mut frames = [std::ptr::null_mut::<c_void>(); 32];
-    // SAFETY: backtrace(3) fills at most `frames.len()` entries.
-    let n = unsafe { libc::backtrace(frames.as_mut_ptr(), frames.len() as c_int) };
-    let ours = library_base();
-    frames[..n.max(0) as usize]
-        .iter()
-        .find(|&&frame| object_base(frame) != ours)
-        .map_or(std::ptr::null(), |&f| f as *const c_void)
-}
-
-fn object_base(address: *const c_void) -> usize {
-    // SAFETY: Dl_info is plain data; all zeros is a valid value.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr only reads the loader's tables.
-    if unsafe { libc::dladdr(address, &mut info) } == 0 {
-        return 0;
+    struct Search {
+        ours: (usize, usize),
+        found: usize,
     }
-    info.dli_fbase as usize
-}
-
-fn library_base() -> usize {
-    static BASE: AtomicUsize = AtomicUsize::new(0);
-    match BASE.load(Ordering::Relaxed) {
-        0 => {
-            let base = object_base(library_base as *const c_void);
-            BASE.store(base, Ordering::Relaxed);
-            base
+    unsafe extern "C" fn frame(context: *mut c_void, search: *mut c_void) -> c_int {
+        // SAFETY: `search` is the `Search` passed below; `context` the unwinder's.
+        let (search, ip) = unsafe { (&mut *(search as *mut Search), _Unwind_GetIP(context)) };
+        if ip != 0 && !(search.ours.0..search.ours.1).contains(&ip) {
+            search.found = ip;
+            return URC_END_OF_STACK;
         }
-        base => base,
+        URC_NO_REASON
     }
+    let mut search = Search {
+        ours: library_range(),
+        found: 0,
+    };
+    // SAFETY: the callback only reads the context it is given and writes `search`, which
+    // outlives the walk.
+    unsafe { _Unwind_Backtrace(frame, &mut search as *mut Search as *mut c_void) };
+    search.found as *const c_void
+}
+
+const URC_NO_REASON: c_int = 0;
+const URC_END_OF_STACK: c_int = 5;
+
+unsafe extern "C" {
+    fn _Unwind_Backtrace(
+        trace: unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int,
+        argument: *mut c_void,
+    ) -> c_int;
+    fn _Unwind_GetIP(context: *mut c_void) -> usize;
+}
+
+/// Where this library's loaded segments lie: from its load address to the end of its last
+/// loadable segment.
+fn library_range() -> (usize, usize) {
+    static RANGE: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
+    *RANGE.get_or_init(|| {
+        // SAFETY: Dl_info is plain data; all zeros is a valid value.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: dladdr only reads the loader's tables.
+        unsafe { libc::dladdr(library_range as *const c_void, &mut info) };
+        let base = info.dli_fbase as usize;
+        let mut found = (base, base);
+        unsafe extern "C" fn each(
+            object: *mut libc::dl_phdr_info,
+            _size: usize,
+            found: *mut c_void,
+        ) -> c_int {
+            // SAFETY: dl_iterate_phdr passes a valid object description and our `found`.
+            let (object, found) = unsafe { (&*object, &mut *(found as *mut (usize, usize))) };
+            let base = object.dlpi_addr as usize;
+            // The object whose first loadable segment starts at our base.
+            let headers = (0..object.dlpi_phnum as usize)
+                // SAFETY: `dlpi_phnum` headers at `dlpi_phdr`.
+                .map(|i| unsafe { &*object.dlpi_phdr.add(i) })
+                .filter(|h| h.p_type == libc::PT_LOAD);
+            let (mut low, mut high) = (usize::MAX, 0usize);
+            for h in headers {
+                low = low.min(base + h.p_vaddr as usize);
+                high = high.max(base + (h.p_vaddr + h.p_memsz) as usize);
+            }
+            if low <= found.0 && found.0 < high {
+                *found = (low, high);
+                return 1;
+            }
+            0
+        }
+        // SAFETY: the callback reads the loader's descriptions and writes `found`.
+        unsafe {
+            libc::dl_iterate_phdr(Some(each), &mut found as *mut (usize, usize) as *mut c_void)
+        };
+        found
+    })
 }
 
 /// One data operation of the current construct: reported at its begin (the destination still
