@@ -1,3 +1,4 @@
+! LLVM-REF: fails (LLVM's library ends the region on the default device its body set: 'a is still mapped on device 0 after the region')
 ! A target data region ends on the device it began on (issue 34, item 2). The region has no
 ! device clause, so it begins on the default device (0); its body makes device 1 the default.
 ! Its end must still copy back and unmap on device 0: before, it ended on device 1, where

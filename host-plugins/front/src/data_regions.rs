@@ -17,10 +17,25 @@ use std::cell::RefCell;
 /// Begins a thread remembers at most (the oldest go first).
 const REMEMBERED: usize = 64;
 
+/// What pairs a data begin with its end: the compiler's map-type array and its length.
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct Begin {
+pub struct Key {
     map_types: usize,
     items: i32,
+}
+
+impl Key {
+    pub fn new(map_types: *const i64, items: i32) -> Key {
+        Key {
+            map_types: map_types as usize,
+            items,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Begin {
+    key: Key,
     device: i64,
 }
 
@@ -28,30 +43,23 @@ thread_local! {
     static BEGINS: RefCell<Vec<Begin>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A data begin with map-type array `map_types` of `items` items resolved to `device`.
-pub fn began(map_types: usize, items: i32, device: i64) {
+/// A data begin with `key` resolved to `device`.
+pub fn began(key: Key, device: i64) {
     BEGINS.with(|b| {
         let mut begins = b.borrow_mut();
         if begins.len() == REMEMBERED {
             begins.remove(0);
         }
-        begins.push(Begin {
-            map_types,
-            items,
-            device,
-        });
+        begins.push(Begin { key, device });
     });
 }
 
 /// The device a data end with this array must use: its region's begin's, when it matches one;
 /// else `device_id` as given.
-pub fn ending(map_types: usize, items: i32, device_id: i64) -> i64 {
+pub fn ending(key: Key, device_id: i64) -> i64 {
     BEGINS.with(|b| {
         let mut begins = b.borrow_mut();
-        let Some(at) = begins
-            .iter()
-            .rposition(|b| b.map_types == map_types && b.items == items)
-        else {
+        let Some(at) = begins.iter().rposition(|b| b.key == key) else {
             return device_id;
         };
         let begin = begins.remove(at);
@@ -67,27 +75,31 @@ pub fn ending(map_types: usize, items: i32, device_id: i64) -> i64 {
 mod tests {
     use super::*;
 
+    fn key(map_types: usize, items: i32) -> Key {
+        Key::new(map_types as *const i64, items)
+    }
+
     #[test]
     fn an_end_takes_its_begins_device_and_enter_exit_pairs_do_not_match() {
-        let (region, enter, exit) = (0x1000, 0x2000, 0x3000);
-        began(region, 2, 1);
-        began(enter, 1, 0); // an enter data inside the region
+        let (region, enter, exit) = (key(0x1000, 2), key(0x2000, 1), key(0x3000, 1));
+        began(region, 1);
+        began(enter, 0); // an enter data inside the region
         assert_eq!(
-            ending(exit, 1, -1),
+            ending(exit, -1),
             -1,
             "exit data: its own array, the default device"
         );
-        assert_eq!(ending(region, 2, -1), 1, "the region ends where it began");
-        assert_eq!(ending(region, 2, -1), -1, "matched once");
-        assert_eq!(ending(region, 2, 3), 3, "an explicit device stays");
+        assert_eq!(ending(region, -1), 1, "the region ends where it began");
+        assert_eq!(ending(region, -1), -1, "matched once");
+        assert_eq!(ending(region, 3), 3, "an explicit device stays");
     }
 
     #[test]
     fn nested_regions_pair_innermost_first() {
-        let region = 0x4000;
-        began(region, 1, 1);
-        began(region, 1, 2);
-        assert_eq!(ending(region, 1, -1), 2);
-        assert_eq!(ending(region, 1, -1), 1);
+        let region = key(0x4000, 1);
+        began(region, 1);
+        began(region, 2);
+        assert_eq!(ending(region, -1), 2);
+        assert_eq!(ending(region, -1), 1);
     }
 }

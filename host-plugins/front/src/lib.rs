@@ -236,21 +236,11 @@ unsafe fn data_op(
             mappers,
         )
     }
+    let region = data_regions::Key::new(types, arg_num);
     match op {
-        DataOp::Begin => {
-            let resolved = if device_id == rustomp_abi::device_id::UNDEFINED {
-                target::default_device()
-            } else {
-                device_id
-            };
-            data_regions::began(types as usize, arg_num, resolved);
-            // SAFETY: as above.
-            unsafe { target::data_begin(ident, device_id, &list, bases) }
-        }
-        DataOp::End => {
-            let device_id = data_regions::ending(types as usize, arg_num, device_id);
-            target::data_end(ident, device_id, &list)
-        }
+        // SAFETY: as above.
+        DataOp::Begin => unsafe { target::data_begin(ident, device_id, region, &list, bases) },
+        DataOp::End => target::data_end(ident, device_id, region, &list),
         DataOp::Update => target::data_update(ident, device_id, &list),
     }
 }

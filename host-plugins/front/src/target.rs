@@ -1,6 +1,7 @@
 //! The construct-level operations behind the exports: resolve the device, apply the offload
 //! policy, map, launch, unmap. Failures are reported here with the construct's location.
 
+use crate::data_regions;
 use crate::diag::{self, debug};
 use crate::host_call_guard;
 use crate::mapping::{self, LaunchArguments, MapList};
@@ -172,10 +173,18 @@ fn report(result: Result<()>, loc: &diag::Location, phase_lines: &[&str]) -> i32
 pub unsafe fn data_begin(
     ident: *const Ident,
     device_id: i64,
+    region: data_regions::Key,
     list: &MapList,
     bases: *mut *mut c_void,
 ) -> i32 {
     let loc = diag::location(ident);
+    // The device fixed now: a `target data` region's end must find it (see `data_regions`).
+    let device_id = if device_id == rustomp_abi::device_id::UNDEFINED {
+        default_device()
+    } else {
+        device_id
+    };
+    data_regions::began(region, device_id);
     let Some(device) = resolve(device_id, &loc) else {
         return OFFLOAD_SUCCESS;
     };
@@ -199,8 +208,14 @@ pub unsafe fn data_begin(
     report(mapped, &loc, &[])
 }
 
-pub fn data_end(ident: *const Ident, device_id: i64, list: &MapList) -> i32 {
+pub fn data_end(
+    ident: *const Ident,
+    device_id: i64,
+    region: data_regions::Key,
+    list: &MapList,
+) -> i32 {
     let loc = diag::location(ident);
+    let device_id = data_regions::ending(region, device_id);
     let Some(device) = resolve(device_id, &loc) else {
         return OFFLOAD_SUCCESS;
     };

@@ -34,6 +34,7 @@
 //! device (a double free) is refused with an error and a line on stderr instead of reaching
 //! `free(3)`.
 
+use crate::stderr_line::{self, Line};
 use rustomp_plugin::{ErrorKind, OffloadError, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -284,44 +285,6 @@ fn account_free(device: usize, ptr: usize) -> Result<()> {
     }
 }
 
-/// A line of the report in a fixed buffer: the abort handler must not allocate.
-struct Line {
-    bytes: [u8; 160],
-    len: usize,
-}
-
-impl std::fmt::Write for Line {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let room = self.bytes.len() - self.len;
-        let n = s.len().min(room);
-        self.bytes[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-        self.len += n;
-        if n < s.len() {
-            Err(std::fmt::Error)
-        } else {
-            Ok(())
-        }
-    }
-}
-
-fn write_stderr(bytes: &[u8]) {
-    let mut done = 0;
-    while done < bytes.len() {
-        // SAFETY: the range lies in `bytes`; fd 2 is stderr (or closed, then write fails).
-        let n = unsafe {
-            libc::write(
-                2,
-                bytes[done..].as_ptr() as *const libc::c_void,
-                bytes.len() - done,
-            )
-        };
-        if n <= 0 {
-            return;
-        }
-        done += n as usize;
-    }
-}
-
 /// One line per device opened. Allocation-free: runs in the SIGABRT handler too, where it does
 /// not wait for the lock (`blocking` false).
 fn report(suffix: &str, blocking: bool) {
@@ -331,22 +294,20 @@ fn report(suffix: &str, blocking: bool) {
         Err(TryLockError::Poisoned(e)) => e.into_inner(),
         Err(TryLockError::WouldBlock) if blocking => live(),
         Err(TryLockError::WouldBlock) => {
-            write_stderr(b"rustomp host plugin: allocation report unavailable (an allocation was in progress)\n");
+            stderr_line::write_stderr(b"rustomp host plugin: allocation report unavailable (an allocation was in progress)\n");
             return;
         }
     };
     for (device, tally) in live.iter() {
-        let mut line = Line {
-            bytes: [0; 160],
-            len: 0,
-        };
+        // The abort handler must not allocate.
+        let mut line = Line::<160>::new();
         let _ = writeln!(
             line,
             "rustomp host plugin: device {device}: {} allocations ({} bytes) outstanding{suffix}",
             tally.sizes.len(),
             tally.bytes
         );
-        write_stderr(&line.bytes[..line.len]);
+        line.write_to_stderr();
     }
 }
 
@@ -398,10 +359,7 @@ mod tests {
     #[test]
     fn report_lines_fit_the_buffer() {
         use std::fmt::Write;
-        let mut line = Line {
-            bytes: [0; 160],
-            len: 0,
-        };
+        let mut line = Line::<160>::new();
         let ok = writeln!(
             line,
             "rustomp host plugin: device {}: {} allocations ({} bytes) outstanding (at abort)",
@@ -409,10 +367,6 @@ mod tests {
             usize::MAX,
             u64::MAX
         );
-        assert!(
-            ok.is_ok(),
-            "{}",
-            String::from_utf8_lossy(&line.bytes[..line.len])
-        );
+        assert!(ok.is_ok(), "{}", String::from_utf8_lossy(line.as_bytes()));
     }
 }

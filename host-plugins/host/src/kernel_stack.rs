@@ -11,6 +11,7 @@
 //! Each launching thread keeps its stack for later kernels (the pages a kernel touched stay
 //! committed, as a thread's own stack's do).
 
+use crate::stderr_line::Line;
 use core::cell::RefCell;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicUsize, Ordering};
@@ -329,73 +330,38 @@ extern "C" fn on_fault(signal: i32, info: *mut libc::siginfo_t, context: *mut c_
 
 /// The message, with no allocation (a signal handler), then an abort.
 fn report_overflow(slot: &Slot) -> ! {
-    let mut line = Line::default();
-    line.push(b"rustomp host plugin: device ");
-    line.number(slot.device.load(Ordering::Relaxed));
-    line.push(b": kernel ");
+    use std::fmt::Write;
     let kernel = slot.kernel.load(Ordering::Relaxed);
     // SAFETY: Dl_info is plain data; all zeros is a valid value.
     let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
     // SAFETY: dladdr only reads the loader's tables (the process is about to abort).
-    if unsafe { libc::dladdr(kernel as *const c_void, &mut info) } != 0 && !info.dli_sname.is_null()
-    {
-        // SAFETY: a NUL-terminated name from the loader.
-        line.push(unsafe { core::ffi::CStr::from_ptr(info.dli_sname) }.to_bytes());
+    let found = unsafe { libc::dladdr(kernel as *const c_void, &mut info) } != 0;
+    let name = if found && !info.dli_sname.is_null() {
+        // SAFETY: the loader's NUL-terminated symbol name.
+        unsafe { core::ffi::CStr::from_ptr(info.dli_sname) }
+            .to_str()
+            .ok()
     } else {
-        line.push(b"at 0x");
-        line.hex(kernel);
-    }
-    line.push(b" overflowed its stack of ");
-    line.number(slot.bytes.load(Ordering::Relaxed));
-    line.push(b" bytes; set OMP_STACKSIZE or LIBOMPTARGET_STACK_SIZE to more\n");
-    // SAFETY: write(2) and abort(3) are async-signal-safe.
-    unsafe {
-        libc::write(2, line.bytes.as_ptr().cast(), line.len);
-        libc::abort()
-    }
-}
-
-struct Line {
-    bytes: [u8; 512],
-    len: usize,
-}
-
-impl Default for Line {
-    fn default() -> Self {
-        Line {
-            bytes: [0; 512],
-            len: 0,
-        }
-    }
-}
-
-impl Line {
-    fn push(&mut self, text: &[u8]) {
-        let n = text.len().min(self.bytes.len() - self.len);
-        self.bytes[self.len..self.len + n].copy_from_slice(&text[..n]);
-        self.len += n;
-    }
-    fn number(&mut self, mut value: usize) {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (value % 10) as u8;
-            value /= 10;
-            if value == 0 {
-                break;
-            }
-        }
-        self.push(&digits[at..]);
-    }
-    fn hex(&mut self, value: usize) {
-        let mut digits = [0u8; 16];
-        for (i, d) in digits.iter_mut().enumerate() {
-            let nibble = (value >> (60 - 4 * i)) & 0xf;
-            *d = b"0123456789abcdef"[nibble];
-        }
-        self.push(&digits);
-    }
+        None
+    };
+    let mut line = Line::<512>::new();
+    let _ = write!(
+        line,
+        "rustomp host plugin: device {}: kernel ",
+        slot.device.load(Ordering::Relaxed)
+    );
+    let _ = match name {
+        Some(name) => line.write_str(name),
+        None => write!(line, "at {kernel:#x}"),
+    };
+    let _ = writeln!(
+        line,
+        " overflowed its stack of {} bytes; set OMP_STACKSIZE or LIBOMPTARGET_STACK_SIZE to more",
+        slot.bytes.load(Ordering::Relaxed)
+    );
+    line.write_to_stderr();
+    // SAFETY: abort(3) is async-signal-safe.
+    unsafe { libc::abort() }
 }
 
 #[cfg(test)]

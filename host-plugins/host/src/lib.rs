@@ -23,6 +23,7 @@ mod got;
 mod indirect;
 mod kernel_stack;
 pub mod memory_object;
+mod stderr_line;
 mod teams;
 
 use memory_object::MemoryObject;

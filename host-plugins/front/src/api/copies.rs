@@ -1,6 +1,6 @@
 //! Copies between the host and devices: plain, rectangular, asynchronous, and fills.
 
-use super::{device, initial_device, known_device};
+use super::{initial_device, known_device, moving_device};
 use crate::diag;
 use crate::export::exports;
 use crate::target::OFFLOAD_FAIL;
@@ -29,14 +29,14 @@ pub(super) unsafe fn copy(
             unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
             Ok(())
         }
-        (false, true) => match device(dst_dev, "omp_target_memcpy") {
+        (false, true) => match moving_device(dst_dev, "omp_target_memcpy") {
             Some(d) => crate::ompt::to_device(d.id, src as usize, dst as usize, len, || {
                 // SAFETY: OpenMP requires valid ranges from the caller.
                 unsafe { d.backend.copy_to_device(dst, src, len) }
             }),
             None => return -1,
         },
-        (true, false) => match device(src_dev, "omp_target_memcpy") {
+        (true, false) => match moving_device(src_dev, "omp_target_memcpy") {
             Some(d) => crate::ompt::from_device(d.id, src as usize, dst as usize, len, || {
                 // SAFETY: as above.
                 unsafe { d.backend.copy_from_device(dst, src, len) }
@@ -45,8 +45,8 @@ pub(super) unsafe fn copy(
         },
         (false, false) => {
             let (Some(d), Some(s)) = (
-                device(dst_dev, "omp_target_memcpy"),
-                device(src_dev, "omp_target_memcpy"),
+                moving_device(dst_dev, "omp_target_memcpy"),
+                moving_device(src_dev, "omp_target_memcpy"),
             ) else {
                 return -1;
             };
@@ -360,7 +360,7 @@ exports! {
             unsafe { std::ptr::write_bytes(ptr as *mut u8, value as u8, count) };
             return ptr;
         }
-        let Some(d) = device(device_num, "omp_target_memset") else {
+        let Some(d) = moving_device(device_num, "omp_target_memset") else {
             return ptr;
         };
         let fill = vec![value as u8; count];

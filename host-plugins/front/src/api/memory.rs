@@ -1,6 +1,6 @@
 //! Device memory: `omp_target_alloc`/`free` and LLVM's allocation kinds.
 
-use super::{device, initial_device};
+use super::{initial_device, moving_device};
 use crate::diag;
 use crate::export::exports;
 use rustomp_plugin::AllocKind;
@@ -14,7 +14,7 @@ pub(super) fn alloc(size: usize, device_num: i32, kind: AllocKind) -> *mut c_voi
         // SAFETY: malloc accepts any size.
         return unsafe { libc::malloc(size) };
     }
-    match device(device_num, "omp_target_alloc") {
+    match moving_device(device_num, "omp_target_alloc") {
         Some(d) => crate::ompt::alloc(d.id, 0, size, || d.backend.alloc(size, kind))
             .unwrap_or(std::ptr::null_mut()),
         None => std::ptr::null_mut(),
@@ -31,7 +31,7 @@ pub(super) unsafe fn free(ptr: *mut c_void, device_num: i32, kind: AllocKind) {
         unsafe { libc::free(ptr) };
         return;
     }
-    if let Some(d) = device(device_num, "omp_target_free") {
+    if let Some(d) = moving_device(device_num, "omp_target_free") {
         let free = || {
             // SAFETY: guaranteed by the caller.
             unsafe { d.backend.free(ptr, kind) }

@@ -30,23 +30,25 @@ fn device(id: i32, what: &str) -> Option<&'static DeviceState> {
         return None;
     }
     match runtime().device(id as usize) {
-        Ok(d) => {
-            // Routines that allocate, free or copy wait for the device's running kernels.
-            let moves = ["omp_target_alloc", "omp_target_free", "omp_target_mem"]
-                .iter()
-                .any(|r| what.starts_with(r));
-            let waits = || moves && d.backend.waits_for_running_kernels();
-            if let Some(why) = crate::host_call_guard::refusal(d.id, waits, what) {
-                diag::error(&why);
-                return None;
-            }
-            Some(d)
-        }
+        Ok(d) => Some(d),
         Err(e) => {
             diag::error(&format!("{what}: {e}"));
             None
         }
     }
+}
+
+/// As `device`, for a routine that allocates, frees or copies on it: such calls wait for the
+/// device's running kernels, so one from a host function such a kernel called is refused
+/// (`host_call_guard`).
+fn moving_device(id: i32, what: &str) -> Option<&'static DeviceState> {
+    let d = device(id, what)?;
+    let waits = || d.backend.waits_for_running_kernels();
+    if let Some(why) = crate::host_call_guard::refusal(d.id, waits, what) {
+        diag::error(&why);
+        return None;
+    }
+    Some(d)
 }
 
 /// Whether `device_num` names the host or a device that exists (else says which call named it).
