@@ -201,7 +201,7 @@ pub fn build_for_program(cxx: bool, build: &ProgramBuild) -> Result<()> {
                 );
             }
             let object = work.join(format!("{n}.o"));
-            compile_module(&bc, &object)?;
+            compile_module(&bc, &object, None)?;
             objects.push(object);
         }
         let image = work.join("image.so");

@@ -158,6 +158,25 @@ define hidden void @__rustomp_team_fence_acquire() #1 {
   ret void
 }
 
+; Marks for the virtual GPU: PTX comments, no instruction on a GPU (only a compiler barrier).
+; Retargeted for the virtual GPU each becomes a call of its hardware (build-tools' vgpu
+; retarget), so its racecheck sees the synchronization OpenMP's locks and critical sections
+; build from atomics, and its synccheck which threads are in an OpenMP barrier.
+define hidden void @__rustomp_note_lock_acquired(ptr %lock) #3 {
+  call void asm sideeffect "// rustomp-vgpu: lock acquired $0", "l,~{memory}"(ptr %lock)
+  ret void
+}
+
+define hidden void @__rustomp_note_lock_released(ptr %lock) #3 {
+  call void asm sideeffect "// rustomp-vgpu: lock released $0", "l,~{memory}"(ptr %lock)
+  ret void
+}
+
+define hidden void @__rustomp_note_omp_barrier(i32 %entering) #3 {
+  call void asm sideeffect "// rustomp-vgpu: omp barrier $0", "r,~{memory}"(i32 %entering)
+  ret void
+}
+
 declare i32 @__nvvm_reflect(ptr)
 declare void @llvm.nvvm.mbarrier.init.shared(ptr addrspace(3), i32) #2
 declare void @llvm.nvvm.mbarrier.inval.shared(ptr addrspace(3)) #2

@@ -55,11 +55,13 @@ pub unsafe extern "C" fn omp_set_lock(lock: *mut u64) {
     {
         arch::pause();
     }
+    arch::note_lock_acquired(lock as usize);
 }
 /// # Safety
 /// As `omp_init_lock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn omp_unset_lock(lock: *mut u64) {
+    arch::note_lock_released(lock as usize);
     // SAFETY: guaranteed by the caller.
     unsafe { simple(lock) }.store(0, Ordering::Release);
 }
@@ -70,9 +72,13 @@ pub unsafe extern "C" fn omp_unset_lock(lock: *mut u64) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn omp_test_lock(lock: *mut u64) -> i32 {
     // SAFETY: guaranteed by the caller.
-    unsafe { simple(lock) }
+    let taken = unsafe { simple(lock) }
         .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_ok() as i32
+        .is_ok();
+    if taken {
+        arch::note_lock_acquired(lock as usize);
+    }
+    taken as i32
 }
 
 /// # Safety
@@ -108,7 +114,10 @@ fn acquire_nest(word: &AtomicU64, wait: bool) -> i32 {
             return 0;
         };
         match word.compare_exchange_weak(seen, wanted, Ordering::Acquire, Ordering::Relaxed) {
-            Ok(_) => return (wanted >> 32) as i32,
+            Ok(_) => {
+                arch::note_lock_acquired(word.as_ptr() as usize);
+                return (wanted >> 32) as i32;
+            }
             Err(now) => seen = now,
         }
     }
@@ -136,6 +145,7 @@ pub unsafe extern "C" fn omp_test_nest_lock(lock: *mut u64) -> i32 {
 pub unsafe extern "C" fn omp_unset_nest_lock(lock: *mut u64) {
     // SAFETY: guaranteed by the caller.
     let word = unsafe { nestable(lock) };
+    arch::note_lock_released(lock as usize);
     let mut seen = word.load(Ordering::Relaxed);
     loop {
         let depth = seen >> 32;

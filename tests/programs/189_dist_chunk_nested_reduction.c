@@ -4,6 +4,13 @@
 // row and region), so a runtime that counts one reduction region per distribute chunk and
 // defers the reductions across chunks delivers every row's sum into a later row.
 // On the CPU plugin libomp forms the teams; the ENV lines let it form them as asked.
+// The virtual GPU's racecheck finds a hazard in clang-22's own code for the first kernel: after
+// SPMDization (openmp-opt) thread 0 stores the row number into a team variable in a guarded
+// block, every thread reads it after a barrier (`if (r == 0)`), and for r != 0 no barrier
+// follows before thread 0 stores the next row number: a thread still before that read can see
+// the next row's number. Harmless here (it only decides `r == 0`, which the next row never
+// is), and compute-sanitizer would report it the same way.
+// VGPU-RACE: Write-after-Read hazard in team 0
 // ENV: KMP_TEAMS_THREAD_LIMIT=8192
 // ENV: OMP_NUM_THREADS=8
 #include <omp.h>

@@ -143,6 +143,10 @@ pub(super) struct Header {
     /// `// HOST-ONLY: why`: meaningful on the CPU plugin only (its fault injection, its leak
     /// check); the GPU suite lists it as skipped instead of running it.
     pub(super) host_only: Option<String>,
+    /// `// VGPU-RACE: text`: the virtual GPU's racecheck reports a hazard in code the compiler
+    /// generates (the comment above the line says which and why): on the virtual GPU the
+    /// program runs with `RUSTOMP_VGPU_RACECHECK=warn`, and its output must contain `text`.
+    pub(super) vgpu_race: Vec<String>,
 }
 
 impl Header {
@@ -247,6 +251,8 @@ pub(super) fn parse_header(text: &str) -> Header {
             h.shared.extend(v.split_whitespace().map(str::to_string));
         } else if let Some(v) = comment.strip_prefix("HOST-ONLY:") {
             h.host_only = Some(v.trim().to_string());
+        } else if let Some(v) = comment.strip_prefix("VGPU-RACE:") {
+            h.vgpu_race.push(v.trim().to_string());
         }
     }
     h

@@ -16,6 +16,7 @@
 //! This module makes images (a leaf: `devicertl` and `host` use it); `vgpu_build` reads a
 //! `cc`/`fc` command line and builds the image of the program it links.
 
+pub mod instrument;
 pub mod retarget;
 
 use crate::bail;
@@ -25,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 /// Changes whenever retargeting or linking changes what an image holds (the GPU suite's
 /// compile cache keys on it, so its binaries get new images).
-pub const IMAGE_VERSION: u32 = 2;
+pub const IMAGE_VERSION: u32 = 4;
 
 /// The section of a program (or shared library) that holds its virtual-GPU image.
 pub const SECTION: &str = ".rustomp.vgpu";
@@ -53,14 +54,16 @@ pub fn build_runtime_object(devicertl_bc: &Path) -> Result<()> {
     let out = runtime_object();
     util::mkdirs(out.parent().unwrap_or(Path::new(".")))?;
     let tmp = out.with_extension("o.tmp");
-    compile_module(devicertl_bc, &tmp)?;
+    compile_module(devicertl_bc, &tmp, Some(instrument::LAYOUT))?;
     std::fs::rename(&tmp, &out)
         .map_err(|e| util::Error(format!("cannot rename {}: {e}", tmp.display())))?;
     Ok(())
 }
 
-/// One nvptx64 bitcode module to an x86_64 object for the virtual GPU.
-pub fn compile_module(bc: &Path, object: &Path) -> Result<()> {
+/// One nvptx64 bitcode module to an x86_64 object for the virtual GPU, its team-memory
+/// accesses and indirect calls checked (`instrument`); `extra` IR is added to it (the image's team-memory
+/// layout, once per image).
+pub fn compile_module(bc: &Path, object: &Path, extra: Option<&str>) -> Result<()> {
     let ll = object.with_extension("nvptx.ll");
     Cmd::new("llvm-dis-22")
         .arg(bc)
@@ -69,10 +72,11 @@ pub fn compile_module(bc: &Path, object: &Path) -> Result<()> {
         .hint("LLVM 22 tools are needed: `cargo xtask setup`")
         .run()?;
     let text = util::read(&ll)?;
-    let host = match retarget::retarget(&text) {
-        Ok(host) => host,
+    let mut host = match retarget::retarget(&text) {
+        Ok(host) => instrument::instrument(&host),
         Err(why) => bail!("{}: {why}", bc.display()),
     };
+    host.push_str(extra.unwrap_or(""));
     let host_ll = object.with_extension("x86_64.ll");
     util::write(&host_ll, host)?;
     Cmd::new("llc-22")

@@ -21,7 +21,23 @@ const X86_64_LAYOUT: &str =
 /// block's text (`fingerprint`), the function that replaces it, and that function's declaration.
 /// A block returning two 32-bit values is not among them: LLVM returns `{ i32, i32 }` in two
 /// registers where a C function's pair comes back in one.
-const KNOWN_ASM: [(u64, &str, &str); 20] = [
+const KNOWN_ASM: [(u64, &str, &str); 23] = [
+    // The device runtime's marks for the virtual GPU (`devicertl/ir/nvptx.ll`: PTX comments).
+    (
+        0x37b3_b88f_f57a_c6c7,
+        "__vgpu_ptx_note_lock_acquired",
+        "declare void @__vgpu_ptx_note_lock_acquired(ptr)",
+    ),
+    (
+        0x871c_44e8_6545_b790,
+        "__vgpu_ptx_note_lock_released",
+        "declare void @__vgpu_ptx_note_lock_released(ptr)",
+    ),
+    (
+        0xa3e3_2290_0a8a_a065,
+        "__vgpu_ptx_note_omp_barrier",
+        "declare void @__vgpu_ptx_note_omp_barrier(i32)",
+    ),
     (
         0x3cf6_9846_719c_900a,
         "__vgpu_ptx_add_u128",

@@ -222,6 +222,14 @@ pub fn pause() {
     unsafe { s_sleep(1) }
 }
 
+/// Marks for the virtual GPU (nvptx only): nothing here.
+#[inline(always)]
+pub fn note_lock_acquired(_lock: usize) {}
+#[inline(always)]
+pub fn note_lock_released(_lock: usize) {}
+#[inline(always)]
+pub fn note_omp_barrier(_entering: bool) {}
+
 /// Team memory the runtime reads or writes plainly where another thread may touch it: the host
 /// emulation checks that a hardware meeting orders such accesses (`host::race`); nothing here.
 #[inline(always)]

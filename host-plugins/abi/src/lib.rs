@@ -487,8 +487,61 @@ pub struct VgpuLaunch {
     pub kernel_name: *const core::ffi::c_char,
     pub thread_entry: unsafe extern "C" fn(context: *mut core::ffi::c_void),
     pub context: *mut core::ffi::c_void,
+    /// What is checked of team memory (`VGPU_CHECK_*`).
+    pub checks: u32,
+    pub reserved: u32,
+    /// The image's team memory (its `__vgpu_shared_layout`), or null: nothing to check.
+    pub shared_layout: *const VgpuSharedLayout,
 }
-const_assert_eq!(size_of::<VgpuLaunch>(), 56);
+const_assert_eq!(size_of::<VgpuLaunch>(), 72);
 const_assert_eq!(offset_of!(VgpuLaunch, stack_bytes), 16);
 const_assert_eq!(offset_of!(VgpuLaunch, kernel_name), 32);
 const_assert_eq!(offset_of!(VgpuLaunch, context), 48);
+const_assert_eq!(offset_of!(VgpuLaunch, checks), 56);
+const_assert_eq!(offset_of!(VgpuLaunch, shared_layout), 64);
+
+/// Team memory is not checked.
+pub const VGPU_CHECK_NONE: u32 = 0;
+/// Races and out-of-bounds accesses of team memory fail the launch (after their report).
+pub const VGPU_CHECK_FAIL: u32 = 1;
+/// They are reported and the launch goes on.
+pub const VGPU_CHECK_WARN: u32 = 2;
+
+/// A virtual-GPU image's team memory, as its retargeted IR lays it out (`build-tools`'
+/// `vgpu::shared_access`): the section of its `addrspace(3)` globals, and their table.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct VgpuSharedLayout {
+    pub begin: *const u8,
+    pub end: *const u8,
+    pub objects: *const VgpuSharedObject,
+    pub objects_end: *const VgpuSharedObject,
+}
+const_assert_eq!(size_of::<VgpuSharedLayout>(), 32);
+const_assert_eq!(offset_of!(VgpuSharedLayout, objects), 16);
+
+/// One `addrspace(3)` global of an image.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct VgpuSharedObject {
+    pub address: *const u8,
+    pub bytes: u64,
+    /// NUL-terminated.
+    pub name: *const core::ffi::c_char,
+}
+const_assert_eq!(size_of::<VgpuSharedObject>(), 24);
+const_assert_eq!(offset_of!(VgpuSharedObject, name), 16);
+
+/// Where a checked access is in the device code (`__vgpu_site.N` of the retargeted IR).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct VgpuAccessSite {
+    /// NUL-terminated: the source function, or the IR function without debug lines.
+    pub function: *const core::ffi::c_char,
+    /// NUL-terminated, or null without debug lines.
+    pub file: *const core::ffi::c_char,
+    pub line: u32,
+    pub column: u32,
+}
+const_assert_eq!(size_of::<VgpuAccessSite>(), 24);
+const_assert_eq!(offset_of!(VgpuAccessSite, line), 16);

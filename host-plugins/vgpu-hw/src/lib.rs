@@ -13,9 +13,11 @@
 //! team's shared memory is then that one instance. OpenMP gives teams no way to wait for each
 //! other, so a correct program cannot tell.
 
+pub mod indirect;
 pub mod math;
 pub mod printf;
 pub mod ptx;
+pub mod racecheck;
 pub mod registers;
 pub mod team;
 
@@ -59,11 +61,16 @@ pub unsafe extern "C" fn __nvvm_reflect(name: *const c_char) -> i32 {
     }
 }
 
+/// The kernel running now, for messages.
+pub(crate) fn current_kernel() -> String {
+    CURRENT_KERNEL.lock().map(|k| k.clone()).unwrap_or_default()
+}
+
 /// `llvm.trap` in device code: on a GPU the launch fails; here the thread and team are named
 /// and the process stops, as LLVM's library stops a program whose kernel failed.
 #[unsafe(no_mangle)]
 pub extern "C" fn __vgpu_trap() -> ! {
-    let kernel = CURRENT_KERNEL.lock().map(|k| k.clone()).unwrap_or_default();
+    let kernel = current_kernel();
     eprintln!(
         "rustomp virtual GPU: kernel {kernel}: device trap in team {} thread {}",
         CURRENT_TEAM.load(Ordering::Relaxed),
@@ -148,8 +155,16 @@ fn run(launch: &VgpuLaunch, name: &str) -> Result<(), String> {
     let _running = RunningTeams;
     let entry = launch.thread_entry;
     let context = Context(launch.context);
+    let _calls = indirect::Checked::begin(launch.shared_layout as usize);
+    let checked = racecheck::Launch::begin(
+        launch,
+        name,
+        __rustomp_dynamic_shared.0.get().cast(),
+        DYNAMIC_SHARED_BYTES,
+    );
     for block in 0..launch.blocks {
         CURRENT_TEAM.store(block, Ordering::Relaxed);
+        racecheck::begin_team(block, launch.threads);
         team::run_team(
             block,
             launch.blocks,
@@ -165,7 +180,7 @@ fn run(launch: &VgpuLaunch, name: &str) -> Result<(), String> {
         .map_err(|why| format!("kernel {name}: {why}"))?;
     }
     drop(watchdog);
-    Ok(())
+    checked.map_or(Ok(()), racecheck::Launch::end)
 }
 
 /// Clears the fault handler's mark when the teams are done (or a deadlock ended them).

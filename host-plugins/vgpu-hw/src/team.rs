@@ -9,8 +9,10 @@
 //! reach, a warp operation whose lanes went elsewhere) is found at once and reported with
 //! where each thread waits: the synccheck of the virtual GPU.
 
+use crate::racecheck;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
+use rustomp_abi::VgpuAccessSite;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
@@ -74,6 +76,15 @@ pub struct TeamState {
     waiting: Vec<Option<&'static str>>,
     /// Threads whose last pause was a spin-wait's.
     spinning: Vec<bool>,
+    /// Per thread, the site of the OpenMP barrier (`__kmpc_barrier`) it is in, or null.
+    omp_barrier: Vec<*const VgpuAccessSite>,
+    /// The threads that arrived in the team barrier's current phase, each with the OpenMP
+    /// barrier it came from (null: another barrier), and those that returned from the kernel
+    /// meanwhile.
+    arrivals: Vec<(u32, *const VgpuAccessSite)>,
+    returned_in_phase: Vec<u32>,
+    /// A team barrier passed by threads from different barriers (synccheck), described.
+    divergence: Option<String>,
 }
 
 impl TeamState {
@@ -100,6 +111,10 @@ impl TeamState {
             progress: 0,
             waiting: vec![None; threads as usize],
             spinning: vec![false; threads as usize],
+            omp_barrier: vec![core::ptr::null(); threads as usize],
+            arrivals: Vec::new(),
+            returned_in_phase: Vec::new(),
+            divergence: None,
         }
     }
 
@@ -117,7 +132,67 @@ impl TeamState {
         self.exited[t as usize] = true;
         self.live -= 1;
         self.progress += 1;
+        let phase = self.team_barrier.generation;
+        if !self.arrivals.is_empty() {
+            // It returned while others wait at the barrier.
+            self.returned_in_phase.push(t);
+        }
         self.team_barrier.arrive(0, self.live);
+        if self.team_barrier.generation != phase {
+            self.team_barrier_passed();
+        }
+    }
+
+    /// Thread `t` arrives at the team barrier, from an OpenMP barrier or not.
+    fn note_team_barrier_arrival(&mut self, t: u32) {
+        self.arrivals.push((t, self.omp_barrier[t as usize]));
+    }
+
+    /// The team barrier's phase completed: it ordered everything (racecheck), and it must not
+    /// have joined threads at an OpenMP barrier with threads at another barrier, or with
+    /// threads that returned instead (synccheck: a barrier reached in divergent code).
+    fn team_barrier_passed(&mut self) {
+        racecheck::whole_team_met();
+        let arrivals = core::mem::take(&mut self.arrivals);
+        let mut returned = core::mem::take(&mut self.returned_in_phase);
+        let Some(&(_, omp_site)) = arrivals.iter().find(|(_, site)| !site.is_null()) else {
+            return;
+        };
+        let (mut same, mut other): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+        for &(t, site) in &arrivals {
+            if site == omp_site {
+                same.push(t)
+            } else {
+                other.push(t)
+            }
+        }
+        if (other.is_empty() && returned.is_empty()) || self.divergence.is_some() {
+            return;
+        }
+        same.sort_unstable();
+        other.sort_unstable();
+        returned.sort_unstable();
+        let mut elsewhere = Vec::new();
+        if !other.is_empty() {
+            elsewhere.push(format!(
+                "threads {} at another barrier (another OpenMP barrier, the end of the region, or one of the runtime's)",
+                ranges(&other)
+            ));
+        }
+        if !returned.is_empty() {
+            elsewhere.push(format!(
+                "threads {} returned from the kernel",
+                ranges(&returned)
+            ));
+        }
+        self.divergence = Some(format!(
+            "team {} of {}: a barrier reached in divergent code: threads {} are at an OpenMP barrier ({}), {}; on a GPU the team's hardware barrier lets them all pass together",
+            self.block,
+            self.blocks,
+            ranges(&same),
+            racecheck::describe_site(omp_site),
+            elsewhere.join(", ")
+        ));
     }
 }
 
@@ -184,25 +259,69 @@ fn wait_until(what: &'static str, mut ready: impl FnMut(&mut TeamState) -> bool)
 
 /// `bar.sync 0`: every thread of the team that has not exited.
 pub fn team_barrier() {
+    let me = thread();
     let generation = with_team(|t| {
         t.progress += 1;
-        t.team_barrier.arrive(1, t.live)
+        t.note_team_barrier_arrival(me);
+        let phase = t.team_barrier.arrive(1, t.live);
+        if t.team_barrier.generation != phase {
+            t.team_barrier_passed();
+        }
+        phase
     });
     wait_until("the team barrier (bar.sync 0)", |t| {
         t.team_barrier.generation != generation
     });
 }
 
+/// Around a call of `__kmpc_barrier` in the image (an OpenMP barrier, explicit or the end of a
+/// worksharing construct): `entering` 1 before it with its site, 0 after it.
+///
+/// # Safety
+/// `site` is the image's site constant (or null).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __vgpu_omp_barrier(entering: i32, site: *const VgpuAccessSite) {
+    let me = thread() as usize;
+    with_team(|t| {
+        t.omp_barrier[me] = if entering != 0 {
+            site
+        } else {
+            core::ptr::null()
+        };
+    });
+}
+
 /// `barrier.sync id, count`: `count` threads.
 pub fn named_barrier(id: u32, count: u32) {
     let id = (id & 15) as usize;
-    let generation = with_team(|t| {
+    let (generation, whole_team) = with_team(|t| {
         t.progress += 1;
-        t.named[id].arrive(1, count)
+        let whole_team = count >= t.live;
+        let phase = t.named[id].arrive(1, count);
+        met(
+            whole_team,
+            phase,
+            t.named[id].generation,
+            racecheck::Meeting::Named(id as u32, phase),
+        );
+        (phase, whole_team)
     });
     wait_until("a named barrier (barrier.sync with a count)", |t| {
         t.named[id].generation != generation
     });
+    if !whole_team {
+        racecheck::depart(racecheck::Meeting::Named(id as u32, generation));
+    }
+}
+
+/// For racecheck, a thread arrived at a meeting: all the team's threads (`whole_team`), whose
+/// completion (`phase` ended: `generation` moved on) orders everything, or some of them.
+fn met(whole_team: bool, phase: u64, generation: u64, meeting: racecheck::Meeting) {
+    if !whole_team {
+        racecheck::arrive(meeting);
+    } else if generation != phase {
+        racecheck::whole_team_met();
+    }
 }
 
 pub fn mbarrier_init(address: usize, count: u32) {
@@ -221,12 +340,20 @@ pub fn mbarrier_inval(address: usize) {
 /// `mbarrier.arrive` and the wait for its phase.
 pub fn mbarrier_arrive_and_wait(address: usize) {
     let generation = with_team(|t| {
+        let live = t.live;
         let (count, m) = t.mbarriers.get_mut(&address)?;
+        let whole_team = *count >= live;
         let phase = m.arrive(1, *count);
+        met(
+            whole_team,
+            phase,
+            m.generation,
+            racecheck::Meeting::Mbarrier(address, phase),
+        );
         t.progress += 1;
-        Some(phase)
+        Some((phase, whole_team))
     });
-    let Some(generation) = generation else {
+    let Some((generation, whole_team)) = generation else {
         eprintln!(
             "rustomp virtual GPU: thread {} arrived at an mbarrier at {address:#x} that was never set up (mbarrier.init)",
             thread()
@@ -238,6 +365,9 @@ pub fn mbarrier_arrive_and_wait(address: usize) {
             .get(&address)
             .is_none_or(|(_, m)| m.generation != generation)
     });
+    if !whole_team {
+        racecheck::depart(racecheck::Meeting::Mbarrier(address, generation));
+    }
 }
 
 /// The lanes of `mask` in the caller's warp meet; each gets every lane's `value` (lanes that
@@ -256,11 +386,12 @@ pub fn warp_exchange(mask: u64, value: u32) -> ([u32; 64], u64) {
         x.arrived |= bit;
         t.progress += 1;
     });
+    racecheck::arrive(racecheck::Meeting::Warp(w));
     wait_until("a warp operation (shfl, vote, bar.warp.sync)", |t| {
         let need = (mask | bit) & t.live_lanes(w);
         t.warps[w as usize].arrived & need == need
     });
-    with_team(|t| {
+    let exchanged = with_team(|t| {
         let live = t.live_lanes(w);
         let x = &mut t.warps[w as usize];
         let values = x.values;
@@ -273,7 +404,9 @@ pub fn warp_exchange(mask: u64, value: u32) -> ([u32; 64], u64) {
             x.departed = 0;
         }
         (values, met)
-    })
+    });
+    racecheck::depart(racecheck::Meeting::Warp(w));
+    exchanged
 }
 
 /// The lanes of the caller's warp that have not exited.
@@ -386,8 +519,11 @@ pub fn run_team(
     for fiber in fibers.into_iter().flatten() {
         std::mem::forget(fiber);
     }
-    TEAM.with(|t| *t.borrow_mut() = None);
-    outcome
+    let divergence = TEAM.with(|t| t.borrow_mut().take().and_then(|t| t.divergence));
+    match (outcome, divergence) {
+        (Ok(()), Some(why)) => Err(why),
+        (outcome, _) => outcome,
+    }
 }
 
 /// Where each thread of a deadlocked team waits, as ranges of threads.

@@ -16,7 +16,7 @@
 //! program's own copies never alias, so a missing map fails here as it would on a GPU.
 
 use core::ffi::{c_char, c_void};
-use rustomp_abi::VgpuLaunch;
+use rustomp_abi::{VgpuLaunch, VgpuSharedLayout};
 use rustomp_host_plugin::call;
 use rustomp_host_plugin::memory_object::MemoryObject;
 use rustomp_plugin::generic::{
@@ -176,6 +176,18 @@ pub struct VgpuDevice {
     info: DeviceInfo,
     stack_bytes: u64,
     watchdog_ms: u64,
+    /// `RUSTOMP_VGPU_RACECHECK`: what is checked of team memory (`VGPU_CHECK_*`).
+    checks: u32,
+}
+
+/// `RUSTOMP_VGPU_RACECHECK`: unset or `1` fails a launch with races or out-of-bounds accesses
+/// of team memory, `warn` reports them and goes on, `0` checks nothing.
+fn checks_from_environment() -> u32 {
+    match std::env::var("RUSTOMP_VGPU_RACECHECK").as_deref() {
+        Ok("0") | Ok("off") => rustomp_abi::VGPU_CHECK_NONE,
+        Ok("warn") => rustomp_abi::VGPU_CHECK_WARN,
+        _ => rustomp_abi::VGPU_CHECK_FAIL,
+    }
 }
 
 impl VgpuDevice {
@@ -203,6 +215,7 @@ impl VgpuDevice {
             },
             stack_bytes: 1 << 20,
             watchdog_ms: seconds.saturating_mul(1000),
+            checks: checks_from_environment(),
         }
     }
 }
@@ -210,6 +223,9 @@ impl VgpuDevice {
 /// A loaded image: the retargeted shared object.
 pub struct VgpuModule {
     object: MemoryObject,
+    /// The address of its team memory's layout (`__vgpu_shared_layout`; 0 in images from
+    /// before racecheck).
+    shared_layout: usize,
     /// The names of the kernels looked up, for messages (each function points at its own).
     names: std::sync::Mutex<Vec<Box<std::ffi::CStr>>>,
 }
@@ -218,6 +234,8 @@ pub struct VgpuModule {
 #[derive(Clone, Copy)]
 pub struct VgpuFunction {
     entry: *const c_void,
+    /// The module's team memory, for racecheck.
+    shared_layout: *const VgpuSharedLayout,
     /// NUL-terminated, owned by the module.
     name: *const c_char,
 }
@@ -370,8 +388,12 @@ impl Backend for VgpuDevice {
                 ),
             )
         })?;
+        let shared_layout = object
+            .lookup("__vgpu_shared_layout")
+            .map_or(0, |(address, _)| address.as_ptr() as usize);
         Ok(VgpuModule {
             object,
+            shared_layout,
             names: Default::default(),
         })
     }
@@ -401,6 +423,7 @@ impl Backend for VgpuDevice {
             .push(owned);
         Ok(Some(VgpuFunction {
             entry: address.as_ptr(),
+            shared_layout: module.shared_layout as *const VgpuSharedLayout,
             name: name_ptr,
         }))
     }
@@ -444,6 +467,9 @@ impl Backend for VgpuDevice {
             kernel_name: function.name,
             thread_entry: run_thread,
             context: &context as *const Call as *mut c_void,
+            checks: self.checks,
+            reserved: 0,
+            shared_layout: function.shared_layout,
         };
         let mut error = vec![0 as c_char; 1024];
         let done = Arc::new(Done::default());
@@ -496,8 +522,13 @@ impl Backend for VgpuDevice {
 
     fn describe(&self) -> String {
         format!(
-            "sm_90 device code retargeted to the host; teams run in turn, each team's threads fibers of one OS thread; watchdog {} s",
-            self.watchdog_ms / 1000
+            "sm_90 device code retargeted to the host; teams run in turn, each team's threads fibers of one OS thread; watchdog {} s; racecheck {}",
+            self.watchdog_ms / 1000,
+            match self.checks {
+                rustomp_abi::VGPU_CHECK_NONE => "off",
+                rustomp_abi::VGPU_CHECK_WARN => "reports",
+                _ => "fails launches",
+            }
         )
     }
 }

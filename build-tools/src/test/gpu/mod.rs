@@ -153,14 +153,35 @@ pub fn without_gpu() -> Result<bool> {
     }
     let fake_ok = against_fake_driver(&dir, &arch())?;
     let virtual_ok = virtual_gpu::run_suite(&dir, &arch())?;
-    Ok(fake_ok && virtual_ok && compiled == total)
+    let checks_ok = virtual_gpu_checks(&dir)?;
+    Ok(fake_ok && virtual_ok && checks_ok && compiled == total)
 }
 
 /// The suite compiled (kept where unchanged) and run on the virtual GPU alone.
 pub fn on_virtual_gpu() -> Result<bool> {
     let dir = at(SUITE_DIR);
     let (compiled, total) = compile_suite(&dir)?;
-    Ok(virtual_gpu::run_suite(&dir, &arch())? && compiled == total)
+    let suite_ok = virtual_gpu::run_suite(&dir, &arch())?;
+    let checks_ok = virtual_gpu_checks(&dir)?;
+    Ok(suite_ok && checks_ok && compiled == total)
+}
+
+/// The virtual GPU's own checks (`virtual_gpu::run_checks`), compiled like the suite's
+/// programs (kept where unchanged) and run; nothing for an AMD suite.
+fn virtual_gpu_checks(dir: &Path) -> Result<bool> {
+    if !arch().starts_with("sm_") {
+        return Ok(true);
+    }
+    let bin = dir.join(virtual_gpu::CHECKS_DIR);
+    let logs = dir.join(virtual_gpu::CHECKS_LOGS);
+    util::mkdirs(&bin)?;
+    util::mkdirs(&logs)?;
+    let runtime = runtime_fingerprint();
+    let sources = sources(&at(virtual_gpu::CHECKS_SOURCES));
+    let compiled = util::parallel(&sources, JOBS, |src| {
+        (src.clone(), compile_one(src, &bin, &logs, runtime).failure)
+    });
+    virtual_gpu::run_checks(dir, &compiled)
 }
 
 /// Phase 1: writes the suite directory; returns (programs compiled, programs).

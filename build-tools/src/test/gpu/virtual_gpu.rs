@@ -4,9 +4,14 @@
 //! meet every day without a GPU.
 
 use crate::test::programs::{
-    known_failures, ours_verdict, run_program, runnable_programs, with_expected_output,
-    with_output_in_order, Outcome, Scope, JOBS, TIMEOUT,
+    known_failures, ours_verdict, parse_header, run_program, runnable_programs, stem,
+    with_expected_output, with_output_in_order, Outcome, Scope, JOBS, TIMEOUT,
 };
+
+/// The virtual GPU's own check programs, their binaries and logs (in the suite directory).
+pub(super) const CHECKS_SOURCES: &str = "tests/vgpu-checks";
+pub(super) const CHECKS_DIR: &str = "vgpu-checks";
+pub(super) const CHECKS_LOGS: &str = "vgpu-checks-logs";
 use crate::util::{self, at, Result};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -70,11 +75,16 @@ pub fn run_suite(dir: &Path, arch: &str) -> Result<bool> {
             "RUSTOMP_VGPU_WATCHDOG".into(),
             (TIMEOUT.as_secs() * 3 / 4).max(1).to_string(),
         ));
+        if !header.vgpu_race.is_empty() {
+            // The compiler's hazard is reported, and the program's own checks still run.
+            env.push(("RUSTOMP_VGPU_RACECHECK".into(), "warn".into()));
+        }
         let start = Instant::now();
         let outcome = run_program(&exe, &env, &log);
         let seconds = start.elapsed().as_secs_f64();
         let mut expected = header.expect_stderr.clone();
         expected.extend(header.expect_stderr_both.iter().cloned());
+        expected.extend(header.vgpu_race.iter().map(|t| format!("racecheck: {t}")));
         let verdict = with_output_in_order(
             with_expected_output(ours_verdict(&outcome, header), &expected, &log),
             &header.expect_order,
@@ -141,6 +151,51 @@ pub fn run_suite(dir: &Path, arch: &str) -> Result<bool> {
     }
     println!("virtual GPU: {passed} passed, {failed} failed, {skipped} skipped");
     Ok(failed == 0)
+}
+
+/// The virtual GPU's own checks, `tests/vgpu-checks`: programs with a planted fault that only
+/// the virtual GPU can name (a race and an out-of-bounds access in team memory, a call through
+/// a host pointer, a barrier in divergent code), each compiled for sm_90 as the suite's are and
+/// run here with its header's expectations (the report's words), and a negative control that
+/// must run clean. They are not GPU-suite programs: on a GPU their faults are undefined.
+/// `compiled`: each program's source and why it did not compile, if it did not (into
+/// `dir/vgpu-checks`, by the suite's compile).
+pub(super) fn run_checks(dir: &Path, compiled: &[(PathBuf, Option<String>)]) -> Result<bool> {
+    let bin = dir.join(CHECKS_DIR);
+    let logs = dir.join(CHECKS_LOGS);
+    let outcomes = util::parallel(compiled, JOBS, |(src, _)| {
+        let name = stem(src);
+        let header = parse_header(&std::fs::read_to_string(src).unwrap_or_default());
+        let exe = bin.join(&name);
+        let log = logs.join(format!("{name}.run.log"));
+        if let Ok(why) = std::fs::read_to_string(missing_note(&exe)) {
+            return (false, format!("no virtual-GPU image: {why}"));
+        }
+        let mut env = header.env.clone();
+        env.push(("RUSTOMP_VGPU".into(), "1".into()));
+        env.push(("OMP_TARGET_OFFLOAD".into(), "mandatory".into()));
+        env.push((
+            "LD_LIBRARY_PATH".into(),
+            dir.join("lib").display().to_string(),
+        ));
+        let outcome = run_program(&exe, &env, &log);
+        with_expected_output(ours_verdict(&outcome, &header), &header.expect_stderr, &log)
+    });
+    let mut ok = true;
+    println!(
+        "virtual GPU checks ({} programs with planted faults and a control):",
+        compiled.len()
+    );
+    for ((src, failure), (passed, text)) in compiled.iter().zip(&outcomes) {
+        let name = stem(src);
+        let (passed, text) = match failure {
+            Some(why) => (false, format!("did not compile: {why}")),
+            None => (*passed, text.clone()),
+        };
+        ok &= passed;
+        println!("    {name}: {text}");
+    }
+    Ok(ok)
 }
 
 /// The last line of a failed run's output that says something (the runtime's or the virtual

@@ -364,6 +364,14 @@ unsafe extern "C" {
     pub fn malloc(size: usize) -> *mut u8;
     pub fn free(ptr: *mut u8);
 }
+/// Marks for the virtual GPU (nvptx only): nothing here.
+#[inline(always)]
+pub fn note_lock_acquired(_lock: usize) {}
+#[inline(always)]
+pub fn note_lock_released(_lock: usize) {}
+#[inline(always)]
+pub fn note_omp_barrier(_entering: bool) {}
+
 /// One step of a spin-wait: emulated threads outnumber the cores, so let the others run.
 pub fn pause() {
     check_aborted();
