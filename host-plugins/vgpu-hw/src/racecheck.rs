@@ -10,7 +10,8 @@
 //! - a word written by one thread and read or written by another, with no meeting between
 //!   them that both took part in, is a hazard. Meetings are the hardware's: a barrier of the
 //!   whole team ends an interval for everyone; a named barrier with a count, an mbarrier phase
-//!   or a warp operation orders what its participants did before it (vector clocks, kept
+//!   or a warp sync (`bar.warp.sync`; shuffles and votes only exchange values) orders what its
+//!   participants did before it (vector clocks, kept
 //!   sparse: each thread's knowledge of the others since the last whole-team barrier). Atomics
 //!   are not watched, so a barrier built from them synchronizes nothing here, as for
 //!   compute-sanitizer. OpenMP's locks and critical sections do order their
@@ -280,10 +281,44 @@ pub fn depart(meeting: Meeting) {
 
 /// `into` with each thread's clock the larger of both (both sorted by thread).
 fn merge(into: &mut Vec<(u32, u32)>, from: &[(u32, u32)]) {
-    for &(thread, clock) in from {
-        match into.binary_search_by_key(&thread, |&(t, _)| t) {
-            Ok(i) => into[i].1 = into[i].1.max(clock),
-            Err(i) => into.insert(i, (thread, clock)),
+    match from {
+        [] => {}
+        [(thread, clock)] => match into.binary_search_by_key(thread, |&(t, _)| t) {
+            Ok(i) => into[i].1 = into[i].1.max(*clock),
+            Err(i) => into.insert(i, (*thread, *clock)),
+        },
+        _ if into.is_empty() => into.extend_from_slice(from),
+        _ => {
+            // One pass over both: a merge of two sorted lists.
+            let mut merged = Vec::with_capacity(into.len() + from.len());
+            let (mut a, mut b) = (into.iter().peekable(), from.iter().peekable());
+            loop {
+                match (a.peek(), b.peek()) {
+                    (Some(&&(ta, ca)), Some(&&(tb, cb))) => {
+                        if ta == tb {
+                            merged.push((ta, ca.max(cb)));
+                            a.next();
+                            b.next();
+                        } else if ta < tb {
+                            merged.push((ta, ca));
+                            a.next();
+                        } else {
+                            merged.push((tb, cb));
+                            b.next();
+                        }
+                    }
+                    (Some(&&x), None) => {
+                        merged.push(x);
+                        a.next();
+                    }
+                    (None, Some(&&y)) => {
+                        merged.push(y);
+                        b.next();
+                    }
+                    (None, None) => break,
+                }
+            }
+            *into = merged;
         }
     }
 }
@@ -563,7 +598,7 @@ impl Checker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::team::{run_team, team_barrier, warp_exchange};
+    use crate::team::{run_team, team_barrier, warp_exchange, warp_sync};
     use rustomp_abi::{VgpuSharedObject, VGPU_CHECK_FAIL};
 
     /// A stand-in for an image's team memory: one 64-byte object, then its redzone.
@@ -645,30 +680,36 @@ mod tests {
     }
 
     #[test]
-    fn a_warp_operation_orders_its_lanes_only() {
+    fn a_warp_sync_orders_its_lanes_only_and_a_shuffle_orders_none() {
         checked(64, || {
             let me = team::thread();
             if me == 1 {
                 write(0);
             }
-            let _ = warp_exchange(!0, me);
+            warp_sync(!0);
             if me == 2 {
                 read(0);
             }
         })
         .unwrap();
-        let err = checked(64, || {
-            let me = team::thread();
-            if me == 1 {
-                write(0);
-            }
-            let _ = warp_exchange(!0, me);
-            if me == 33 {
-                read(0);
-            }
-        })
-        .unwrap_err();
-        assert!(err.contains("1 hazard"), "{err}");
+        for (reader, exchange_only) in [(33, false), (2, true)] {
+            let err = checked(64, move || {
+                let me = team::thread();
+                if me == 1 {
+                    write(0);
+                }
+                if exchange_only {
+                    let _ = warp_exchange(!0, me);
+                } else {
+                    warp_sync(!0);
+                }
+                if me == reader {
+                    read(0);
+                }
+            })
+            .unwrap_err();
+            assert!(err.contains("1 hazard"), "{err}");
+        }
     }
 
     #[test]
@@ -684,6 +725,15 @@ mod tests {
             }
         })
         .unwrap();
+    }
+
+    #[test]
+    fn clocks_merge_as_sorted_lists() {
+        let mut into = vec![(1, 5), (4, 2), (9, 1)];
+        merge(&mut into, &[(0, 1), (4, 7), (5, 3), (9, 0), (12, 2)]);
+        assert_eq!(into, vec![(0, 1), (1, 5), (4, 7), (5, 3), (9, 1), (12, 2)]);
+        merge(&mut into, &[(3, 3)]);
+        assert_eq!(into[2], (3, 3));
     }
 
     #[test]

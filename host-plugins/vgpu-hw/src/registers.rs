@@ -101,7 +101,7 @@ pub extern "C" fn __vgpu_nvvm_vote_uni_sync(mask: u32, pred: u8) -> bool {
 }
 #[unsafe(no_mangle)]
 pub extern "C" fn __vgpu_nvvm_bar_warp_sync(mask: u32) {
-    let _ = team::warp_exchange(mask as u64, 0);
+    team::warp_sync(mask as u64);
 }
 
 /// Which lane a PTX `shfl.sync` reads (its `.mode`).

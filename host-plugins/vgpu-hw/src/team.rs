@@ -373,6 +373,11 @@ pub fn mbarrier_arrive_and_wait(address: usize) {
 /// The lanes of `mask` in the caller's warp meet; each gets every lane's `value` (lanes that
 /// did not take part read as their old value). Returns the values and the lanes that met.
 pub fn warp_exchange(mask: u64, value: u32) -> ([u32; 64], u64) {
+    exchange(mask, value, false)
+}
+
+/// A warp meeting; `orders_memory`: a warp sync's, which racecheck sees.
+fn exchange(mask: u64, value: u32, orders_memory: bool) -> ([u32; 64], u64) {
     let me = thread();
     let (w, lane) = with_team(|t| (me / t.warp, me % t.warp));
     let bit = 1u64 << lane;
@@ -386,7 +391,9 @@ pub fn warp_exchange(mask: u64, value: u32) -> ([u32; 64], u64) {
         x.arrived |= bit;
         t.progress += 1;
     });
-    racecheck::arrive(racecheck::Meeting::Warp(w));
+    if orders_memory {
+        racecheck::arrive(racecheck::Meeting::Warp(w));
+    }
     wait_until("a warp operation (shfl, vote, bar.warp.sync)", |t| {
         let need = (mask | bit) & t.live_lanes(w);
         t.warps[w as usize].arrived & need == need
@@ -405,8 +412,16 @@ pub fn warp_exchange(mask: u64, value: u32) -> ([u32; 64], u64) {
         }
         (values, met)
     });
-    racecheck::depart(racecheck::Meeting::Warp(w));
+    if orders_memory {
+        racecheck::depart(racecheck::Meeting::Warp(w));
+    }
     exchanged
+}
+
+/// `bar.warp.sync`: the lanes of `mask` meet, and (unlike a shuffle or a vote, which only
+/// exchange values) what each did before is ordered before what each does after, for racecheck.
+pub fn warp_sync(mask: u64) {
+    let _ = exchange(mask, 0, true);
 }
 
 /// The lanes of the caller's warp that have not exited.
