@@ -471,7 +471,8 @@ mod tests {
 
 /// One launch on the virtual GPU (`librustomp_vgpu.so`'s `rustomp_vgpu_launch`): the geometry,
 /// and the function every emulated device thread calls with `context` (the plugin's call of the
-/// kernel with its arguments).
+/// kernel with its arguments). `blocks` and `threads` are the totals, `grid` and `block` their
+/// three dimensions (an `ompx_bare` launch's; `[n, 1, 1]` otherwise).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct VgpuLaunch {
@@ -492,8 +493,12 @@ pub struct VgpuLaunch {
     pub reserved: u32,
     /// The image's team memory (its `__vgpu_shared_layout`), or null: nothing to check.
     pub shared_layout: *const VgpuSharedLayout,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
 }
-const_assert_eq!(size_of::<VgpuLaunch>(), 72);
+const_assert_eq!(size_of::<VgpuLaunch>(), 96);
+const_assert_eq!(offset_of!(VgpuLaunch, grid), 72);
+const_assert_eq!(offset_of!(VgpuLaunch, block), 84);
 const_assert_eq!(offset_of!(VgpuLaunch, stack_bytes), 16);
 const_assert_eq!(offset_of!(VgpuLaunch, kernel_name), 32);
 const_assert_eq!(offset_of!(VgpuLaunch, context), 48);

@@ -139,6 +139,15 @@ fn run(launch: &VgpuLaunch, name: &str) -> Result<(), String> {
             launch.blocks, launch.threads, launch.warp
         ));
     }
+    let product = |d: [u32; 3]| d.iter().map(|&n| n as u64).product::<u64>();
+    if product(launch.grid) != launch.blocks as u64
+        || product(launch.block) != launch.threads as u64
+    {
+        return Err(format!(
+            "kernel {name}: a launch of {} teams of {} threads whose dimensions are {:?} x {:?}",
+            launch.blocks, launch.threads, launch.grid, launch.block
+        ));
+    }
     if launch.dynamic_shared_bytes as usize > DYNAMIC_SHARED_BYTES {
         return Err(format!(
             "kernel {name}: {} bytes of dynamic shared memory asked, the virtual GPU has {DYNAMIC_SHARED_BYTES}",
@@ -155,6 +164,7 @@ fn run(launch: &VgpuLaunch, name: &str) -> Result<(), String> {
     let _running = RunningTeams;
     let entry = launch.thread_entry;
     let context = Context(launch.context);
+    registers::set_dimensions(launch.grid, launch.block);
     let _calls = indirect::Checked::begin(launch.shared_layout as usize);
     let checked = racecheck::Launch::begin(
         launch,

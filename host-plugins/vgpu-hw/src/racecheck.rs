@@ -637,6 +637,8 @@ mod tests {
             checks: VGPU_CHECK_FAIL,
             reserved: 0,
             shared_layout: &layout,
+            grid: [1, 1, 1],
+            block: [threads, 1, 1],
         };
         let dynamic = [0u8; 16];
         let check = Launch::begin(&launch, "k", dynamic.as_ptr(), 16).expect("checked");

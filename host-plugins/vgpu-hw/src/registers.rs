@@ -3,10 +3,44 @@
 //! emulated thread's team (`team`).
 
 use crate::team::{self, with_team, Pause};
+use std::cell::Cell;
+
+std::thread_local! {
+    /// The running launch's grid and block dimensions (`[n, 1, 1]` for a one-dimensional one).
+    static DIMENSIONS: Cell<([u32; 3], [u32; 3])> = const { Cell::new(([1; 3], [1; 3])) };
+}
+
+/// Sets the dimensions of the launch the calling OS thread runs.
+pub fn set_dimensions(grid: [u32; 3], block: [u32; 3]) {
+    DIMENSIONS.with(|d| d.set((grid, block)));
+}
 
 fn geometry() -> (u32, u32, u32, u32, u32) {
     let me = team::thread();
     with_team(|t| (me, t.threads, t.block, t.blocks, t.warp))
+}
+
+/// Component `axis` of linear index `index` in a box of `dims` (x fastest, as CUDA numbers
+/// threads and blocks).
+fn component(index: u32, dims: [u32; 3], axis: usize) -> u32 {
+    match axis {
+        0 => index % dims[0].max(1),
+        1 => index / dims[0].max(1) % dims[1].max(1),
+        _ => index / (dims[0].max(1) * dims[1].max(1)),
+    }
+}
+
+fn thread_index(axis: usize) -> u32 {
+    component(geometry().0, DIMENSIONS.with(Cell::get).1, axis)
+}
+fn block_index(axis: usize) -> u32 {
+    component(geometry().2, DIMENSIONS.with(Cell::get).0, axis)
+}
+fn block_dimension(axis: usize) -> u32 {
+    DIMENSIONS.with(Cell::get).1[axis]
+}
+fn grid_dimension(axis: usize) -> u32 {
+    DIMENSIONS.with(Cell::get).0[axis]
 }
 
 fn lane() -> u32 {
@@ -24,18 +58,18 @@ macro_rules! registers {
 }
 
 registers! {
-    __vgpu_nvvm_read_ptx_sreg_tid_x => geometry().0;
-    __vgpu_nvvm_read_ptx_sreg_tid_y => 0;
-    __vgpu_nvvm_read_ptx_sreg_tid_z => 0;
-    __vgpu_nvvm_read_ptx_sreg_ntid_x => geometry().1;
-    __vgpu_nvvm_read_ptx_sreg_ntid_y => 1;
-    __vgpu_nvvm_read_ptx_sreg_ntid_z => 1;
-    __vgpu_nvvm_read_ptx_sreg_ctaid_x => geometry().2;
-    __vgpu_nvvm_read_ptx_sreg_ctaid_y => 0;
-    __vgpu_nvvm_read_ptx_sreg_ctaid_z => 0;
-    __vgpu_nvvm_read_ptx_sreg_nctaid_x => geometry().3;
-    __vgpu_nvvm_read_ptx_sreg_nctaid_y => 1;
-    __vgpu_nvvm_read_ptx_sreg_nctaid_z => 1;
+    __vgpu_nvvm_read_ptx_sreg_tid_x => thread_index(0);
+    __vgpu_nvvm_read_ptx_sreg_tid_y => thread_index(1);
+    __vgpu_nvvm_read_ptx_sreg_tid_z => thread_index(2);
+    __vgpu_nvvm_read_ptx_sreg_ntid_x => block_dimension(0);
+    __vgpu_nvvm_read_ptx_sreg_ntid_y => block_dimension(1);
+    __vgpu_nvvm_read_ptx_sreg_ntid_z => block_dimension(2);
+    __vgpu_nvvm_read_ptx_sreg_ctaid_x => block_index(0);
+    __vgpu_nvvm_read_ptx_sreg_ctaid_y => block_index(1);
+    __vgpu_nvvm_read_ptx_sreg_ctaid_z => block_index(2);
+    __vgpu_nvvm_read_ptx_sreg_nctaid_x => grid_dimension(0);
+    __vgpu_nvvm_read_ptx_sreg_nctaid_y => grid_dimension(1);
+    __vgpu_nvvm_read_ptx_sreg_nctaid_z => grid_dimension(2);
     __vgpu_nvvm_read_ptx_sreg_laneid => lane();
     __vgpu_nvvm_read_ptx_sreg_warpsize => geometry().4;
     __vgpu_nvvm_read_ptx_sreg_warpid => geometry().0 / geometry().4;
@@ -260,6 +294,17 @@ pub extern "C" fn __vgpu_nvvm_nanosleep(_ns: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn three_dimensional_ids_number_x_fastest() {
+        let ids: Vec<[u32; 3]> = (0..16)
+            .map(|i| [0, 1, 2].map(|axis| component(i, [4, 2, 2], axis)))
+            .collect();
+        assert_eq!(ids[0], [0, 0, 0]);
+        assert_eq!(ids[5], [1, 1, 0]);
+        assert_eq!(ids[13], [1, 1, 1]);
+        assert_eq!(ids[15], [3, 1, 1]);
+    }
 
     #[test]
     fn shuffle_sources_follow_the_isa() {

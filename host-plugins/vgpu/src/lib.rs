@@ -438,17 +438,23 @@ impl Backend for VgpuDevice {
         launch: &KernelLaunch<'_>,
         while_running: Option<&mut dyn FnMut() -> bool>,
     ) -> Result<()> {
-        let [blocks, by, bz] = launch.blocks;
-        let [threads, ty, tz] = launch.threads;
-        if by * bz != 1 || ty * tz != 1 {
+        let blocks = launch
+            .blocks
+            .iter()
+            .try_fold(1u32, |n, &d| n.checked_mul(d));
+        let threads = launch
+            .threads
+            .iter()
+            .try_fold(1u32, |n, &d| n.checked_mul(d));
+        let (Some(blocks), Some(threads)) = (blocks, threads) else {
             return Err(OffloadError::new(
-                ErrorKind::Unsupported,
+                ErrorKind::InvalidArgument,
                 format!(
-                    "the virtual GPU runs one-dimensional launches, not {:?} x {:?}",
+                    "a launch of {:?} teams of {:?} threads is too large",
                     launch.blocks, launch.threads
                 ),
             ));
-        }
+        };
         // The call reads at least one value per argument register.
         let mut values = launch.args.to_vec();
         values.resize(values.len().max(call::REGISTER_VALUES), 0);
@@ -470,6 +476,8 @@ impl Backend for VgpuDevice {
             checks: self.checks,
             reserved: 0,
             shared_layout: function.shared_layout,
+            grid: launch.blocks,
+            block: launch.threads,
         };
         let mut error = vec![0 as c_char; 1024];
         let done = Arc::new(Done::default());
