@@ -72,10 +72,13 @@ pub(crate) fn close_region(count: u32) {
 /// for targets without a hardware barrier for any count (amdgcn, nvptx before sm_80). Public for
 /// the emulation tests, which otherwise meet at the emulated hardware barriers.
 ///
-/// - Ordering is explicit: clang-22's NVPTX backend lowers an acq_rel/release `atomicrmw` to a
-///   relaxed `atom` with no fence, so the RMW is relaxed and paired with fences (release before
-///   arriving, acquire after the last arrival is seen), and the generation is published with a
-///   release store.
+/// - Ordering is explicit, with team-scope fences and relaxed atomics: clang-22's NVPTX backend
+///   lowers an acq_rel/release `atomicrmw` to a relaxed `atom` with no fence, and a Rust
+///   acquire or release access is system-scope, which on gfx90a/gfx942 writes back or
+///   invalidates L2 (`buffer_wbl2`, `buffer_invl2`) on every spin. So the RMW is relaxed and
+///   paired with fences (release before arriving, acquire after the last arrival is seen), the
+///   generation is published by a release fence and a relaxed store, and the spin reads it
+///   relaxed, then fences once. Only team memory is shared here.
 /// - Lanes of one warp never wait for each other in different branches (an AMD wavefront runs
 ///   one side of a branch to completion first, so a lane spinning on a store that a lane of the
 ///   same wave makes in the other branch hangs): the warp's region lanes meet, lane 0 arrives
@@ -86,7 +89,7 @@ pub fn counting_barrier(count: u32) {
     let warp_base = tid - tid % arch::warp_size();
     let (lanes, mask) = warp_lanes_in_region(count);
     arch::sync_warp(mask);
-    let generation = team.barrier_generation.load(Ordering::Acquire);
+    let generation = team.barrier_generation.load(Ordering::Relaxed);
     // Every lane has read the generation before its warp arrives.
     arch::sync_warp(mask);
     if tid == warp_base {
@@ -94,11 +97,12 @@ pub fn counting_barrier(count: u32) {
         if team.barrier_arrived.fetch_add(lanes, Ordering::Relaxed) + lanes == count {
             team.barrier_arrived.store(0, Ordering::Relaxed);
             arch::team_fence_acquire();
+            arch::team_fence_release();
             team.barrier_generation
-                .store(generation.wrapping_add(1), Ordering::Release);
+                .store(generation.wrapping_add(1), Ordering::Relaxed);
         }
     }
-    while team.barrier_generation.load(Ordering::Acquire) == generation {
+    while team.barrier_generation.load(Ordering::Relaxed) == generation {
         arch::pause();
     }
     arch::team_fence_acquire();

@@ -80,16 +80,22 @@ pub fn check(triple: &str, bc: &Path, work: &Path) -> Result<()> {
             .arg(&linked)
             .hint(hint)
             .run()?;
-        let asm = work.join("devicertl.s");
-        Cmd::new("llc-22")
-            .args(["-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx90a"])
-            .arg(&linked)
-            .arg("-o")
-            .arg(&asm)
-            .hint(hint)
-            .output()?;
-        let text = util::read(&asm)?;
-        report(triple, check_gcn(&text))
+        // gfx90a and gfx942 write back and invalidate L2 for system-scope ordering: both are
+        // checked for it in the runtime's spin loops.
+        let mut problems = Vec::new();
+        for (cpu, file) in [("gfx90a", "devicertl.s"), ("gfx942", "devicertl-gfx942.s")] {
+            let asm = work.join(file);
+            Cmd::new("llc-22")
+                .args(["-mtriple=amdgcn-amd-amdhsa", &format!("-mcpu={cpu}")])
+                .arg(&linked)
+                .arg("-o")
+                .arg(&asm)
+                .hint(hint)
+                .output()?;
+            let text = util::read(&asm)?;
+            problems.extend(check_gcn(&text).into_iter().map(|p| format!("{cpu}: {p}")));
+        }
+        report(triple, problems)
     }
 }
 
@@ -110,7 +116,7 @@ fn report(triple: &str, problems: Vec<String>) -> Result<()> {
         let what = if triple.starts_with("nvptx") {
             "named barriers, mbarrier (try_wait on sm_90, test_wait and nanosleep on sm_80) or fenced counting barrier (sm_70) for other counts, non-aligned team barrier, shuffle masks not from activemask, host calls without RMW on host memory"
         } else {
-            "s_barrier, memory waits before barrier arrivals"
+            "s_barrier, memory waits before barrier arrivals, no L2 write-back or invalidate in the barriers' spin loops (gfx90a, gfx942)"
         };
         println!("{}: machine code checked: {what}", triple);
         return Ok(());
@@ -395,6 +401,54 @@ fn gcn_functions(asm: &str) -> BTreeMap<String, Vec<String>> {
     out
 }
 
+/// L2 cache maintenance on gfx90a (`buffer_wbl2`, `buffer_invl2`) and gfx942 (`buffer_wbl2 sc1`,
+/// `buffer_inv sc1`, and the `global_wb`/`global_inv` forms): what system-scope ordering costs.
+fn is_l2_maintenance(line: &str) -> bool {
+    line.starts_with("buffer_wbl2")
+        || line.starts_with("buffer_invl2")
+        || (line.starts_with("buffer_inv") && line.contains("sc1"))
+        || line.starts_with("global_wb")
+        || line.starts_with("global_inv")
+}
+
+/// Spin loops (a loop whose body sleeps, `s_sleep`) of `names` that write back or invalidate
+/// L2 on every iteration: each `function: label` with the instruction.
+fn l2_maintenance_in_spins<'a>(
+    functions: &BTreeMap<String, Vec<String>>,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Vec<String> {
+    let mut found = Vec::new();
+    for name in names {
+        let Some(lines) = functions.get(name) else {
+            continue;
+        };
+        for (start, line) in lines.iter().enumerate() {
+            let Some((label, _)) = line.split_once(':').filter(|(l, _)| l.starts_with(".LBB"))
+            else {
+                continue;
+            };
+            // The loop: from its label to the last branch back to it.
+            let Some(end) = lines
+                .iter()
+                .rposition(|l| l.starts_with("s_cbranch") && l.ends_with(label))
+                .filter(|&end| end > start)
+            else {
+                continue;
+            };
+            let body = &lines[start..=end];
+            if !body.iter().any(|l| l.starts_with("s_sleep")) {
+                continue;
+            }
+            if let Some(l) = body.iter().find(|l| is_l2_maintenance(l)) {
+                found.push(format!(
+                    "{name}: spin loop {label} does `{l}` on every iteration"
+                ));
+            }
+        }
+    }
+    found
+}
+
 fn check_gcn(asm: &str) -> Vec<String> {
     let functions = gcn_functions(asm);
     let mut problems = Vec::new();
@@ -404,16 +458,19 @@ fn check_gcn(asm: &str) -> Vec<String> {
             continue;
         }
         let set = closure(&functions, root);
+        // The barriers' spins wait on team memory only: workgroup scope, no L2 maintenance.
+        problems.extend(l2_maintenance_in_spins(&functions, set.iter().copied()));
         if !any_line(&functions, &set, |l| l == "s_barrier") {
             problems.push(format!("{root}: no s_barrier"));
         }
         // A workgroup-scope release before the arrival on team memory (flat or LDS; the heap's
-        // and printf's counters are global and need no ordering): memory operations waited for.
+        // and printf's counters are global and need no ordering): memory operations waited for
+        // (LDS ones, `lgkmcnt(0)`, are what workgroup scope waits for outside tgsplit mode).
         for f in &set {
             let mut waited = false;
             for l in &functions[*f] {
                 if l.starts_with("s_waitcnt") {
-                    waited = l.contains("vmcnt(0)");
+                    waited = l.contains("vmcnt(0)") || l.contains("lgkmcnt(0)");
                 } else if l.starts_with("flat_atomic_add") || l.starts_with("ds_add") {
                     if !waited {
                         problems.push(format!(
@@ -547,5 +604,18 @@ mod tests {
         assert!(check(&weak_post)
             .iter()
             .any(|p| p.contains("st.release.sys")));
+    }
+
+    #[test]
+    fn l2_maintenance_in_a_spin_loop_is_found() {
+        let asm = "f:\n\ts_mov_b32 s0, 0\n.LBB0_14:                               ; %spin\n\ts_sleep 1\n\tflat_load_dword v2, v[0:1] glc\n\tbuffer_invl2\n\ts_cbranch_execnz .LBB0_14\n\tbuffer_wbl2\n.Lfunc_end0:\n";
+        let found = l2_maintenance_in_spins(&gcn_functions(asm), ["f"]);
+        assert_eq!(
+            found,
+            vec!["f: spin loop .LBB0_14 does `buffer_invl2` on every iteration".to_string()]
+        );
+        let fenced_once = asm.replace("\tbuffer_invl2\n\ts_cbranch", "\ts_cbranch");
+        assert!(l2_maintenance_in_spins(&gcn_functions(&fenced_once), ["f"]).is_empty());
+        assert!(is_l2_maintenance("buffer_inv sc1") && !is_l2_maintenance("buffer_inv sc0"));
     }
 }

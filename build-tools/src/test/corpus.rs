@@ -108,7 +108,8 @@ pub(super) fn run(suite: &Suite) -> Result<Summary> {
         let log = exe.with_extension("compile.log");
         let mut offload = suite.target_args.clone();
         offload.extend(p.header.cflags.iter().cloned());
-        let shared = build_shared_libraries(&p.header, &p.src, &exe, rt, &offload, &log)?;
+        let shared =
+            build_shared_libraries(&p.header, &p.src, &exe, rt, &offload, &log, |_, _, _| {})?;
         let mut args = vec!["-O2".to_string()];
         args.extend(offload);
         args.extend(p.header.source_args(&p.src));

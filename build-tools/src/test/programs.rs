@@ -181,6 +181,8 @@ impl Header {
 /// offload flags (`offload_args`: the target and `CFLAGS`), each with its own offload image,
 /// and returns the link arguments that make the program use them: each library, and an rpath
 /// to the executable's directory, where the loader finds them at run time. Logs beside `log`.
+/// `built(source, args, library)` runs after each library's compile (the GPU suite adds its
+/// virtual-GPU image there).
 pub(super) fn build_shared_libraries(
     header: &Header,
     src: &Path,
@@ -188,6 +190,7 @@ pub(super) fn build_shared_libraries(
     runtime: Runtime,
     offload_args: &[String],
     log: &Path,
+    built: impl Fn(&Path, &[String], &Path),
 ) -> std::result::Result<Vec<String>, String> {
     let mut link = Vec::new();
     for lib in header.shared_sources(src) {
@@ -207,6 +210,7 @@ pub(super) fn build_shared_libraries(
         let lib_log = log.with_extension(format!("{}.log", stem(&lib)));
         compile(is_cxx(&lib), runtime, &args, &lib_log)
             .map_err(|e| format!("shared library {}: {e}", lib.display()))?;
+        built(&lib, &args, &out);
         link.push(out.display().to_string());
     }
     if !link.is_empty() {

@@ -58,6 +58,45 @@ fn code_of_object_holding(inside: usize) -> Option<(usize, usize)> {
     search.found
 }
 
+/// Loaded objects known to be virtual-GPU images (their load bases).
+static IMAGES: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether the object `info` describes is a virtual-GPU image: it defines its own
+/// `__vgpu_shared_layout`.
+fn is_virtual_gpu_image(info: &libc::Dl_info) -> bool {
+    let base = info.dli_fbase as usize;
+    let mut images = IMAGES.lock().unwrap_or_else(|e| e.into_inner());
+    if images.contains(&base) {
+        return true;
+    }
+    if info.dli_fname.is_null() {
+        return false;
+    }
+    // SAFETY: the loader's name of a loaded object; RTLD_NOLOAD only finds it, loads nothing.
+    let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    if handle.is_null() {
+        return false;
+    }
+    // SAFETY: a valid handle and a C string.
+    let layout = unsafe { libc::dlsym(handle, c"__vgpu_shared_layout".as_ptr()) };
+    let mut owner = libc::Dl_info {
+        dli_fname: core::ptr::null(),
+        dli_fbase: core::ptr::null_mut(),
+        dli_sname: core::ptr::null(),
+        dli_saddr: core::ptr::null_mut(),
+    };
+    // SAFETY: dladdr only reads the loader's tables; the handle from RTLD_NOLOAD is released.
+    let own = !layout.is_null()
+        && unsafe { libc::dladdr(layout, &mut owner) } != 0
+        && owner.dli_fbase as usize == base;
+    // SAFETY: the reference RTLD_NOLOAD took.
+    unsafe { libc::dlclose(handle) };
+    if own {
+        images.push(base);
+    }
+    own
+}
+
 /// The function of the ELF file at `path` whose symbol covers `offset` (from the file's load
 /// base), if its symbol table has one.
 fn symbol_in_file(path: &str, offset: usize) -> Option<String> {
@@ -115,6 +154,11 @@ pub unsafe extern "C" fn __vgpu_indirect_call(callee: *const c_void, site: *cons
     };
     // SAFETY: dladdr only reads the loader's tables.
     let known = unsafe { libc::dladdr(callee, &mut info) } != 0;
+    // Device code of another image (a shared library's, called through the indirect-call
+    // table), as a GPU calls into another loaded module.
+    if known && is_virtual_gpu_image(&info) {
+        return;
+    }
     let what = if !known {
         "no loaded code".to_string()
     } else {

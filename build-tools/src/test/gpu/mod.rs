@@ -408,13 +408,25 @@ fn compile_one(src: &Path, bin: &Path, logs: &Path, runtime: u64) -> Compiled {
         };
     }
     let _ = std::fs::remove_file(&key_file);
-    let failure = build_shared_libraries(&header, src, &exe, Runtime::Ours, &offload, &log)
-        .and_then(|_| compile_source(src, Runtime::Ours, &args, &log))
-        .err()
-        .map(|_| {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            failure_reason(&text)
-        });
+    // Each shared library gets its own virtual-GPU image, as it has its own nvptx image.
+    let library_image = |lib: &Path, args: &[String], out: &Path| {
+        virtual_gpu::build_image(lib, args, out);
+    };
+    let failure = build_shared_libraries(
+        &header,
+        src,
+        &exe,
+        Runtime::Ours,
+        &offload,
+        &log,
+        library_image,
+    )
+    .and_then(|_| compile_source(src, Runtime::Ours, &args, &log))
+    .err()
+    .map(|_| {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        failure_reason(&text)
+    });
     if failure.is_none() {
         virtual_gpu::build_image(src, &args, &exe);
     }
