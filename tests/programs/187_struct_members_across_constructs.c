@@ -1,6 +1,6 @@
 // LLVM-REF: fails (LLVM 22.1.8 gives t.a a separate device block: the region writes t.i and t.j past it, the heap breaks, the values stay 0)
 // ENV: RUSTOMP_HOST_LEAK_CHECK=1
-// EXPECT-STDERR: rustomp host plugin: device 0: 0 allocations (0 bytes) outstanding
+// EXPECT-STDERR-HOST: rustomp host plugin: device 0: 0 allocations (0 bytes) outstanding
 // Members of one struct mapped by different constructs (issue 27). Inside
 // `target data map(from: t.i, t.j)`, a `target map(from: t.a)` whose body writes t.a, t.i and
 // t.j through the struct: the region reaches t.i and t.j at their offsets from t.a's device

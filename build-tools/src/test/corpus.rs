@@ -141,6 +141,7 @@ pub(super) fn run(suite: &Suite) -> Result<Summary> {
                         .expect_stderr
                         .iter()
                         .chain(&p.header.expect_stderr_both)
+                        .chain(&p.header.expect_stderr_host)
                         .cloned()
                         .collect();
                     with_output_in_order(

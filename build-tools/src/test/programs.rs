@@ -132,6 +132,9 @@ pub(super) struct Header {
     /// `// EXPECT-STDERR-BOTH: text`: both runtimes' output must contain `text` (LLVM's
     /// wording, which ours repeats exactly).
     pub(super) expect_stderr_both: Vec<String>,
+    /// `// EXPECT-STDERR-HOST: text`: our CPU plugin's output must contain `text` (its own
+    /// reports, as its leak check's, which no GPU plugin prints): checked by the CPU corpus only.
+    pub(super) expect_stderr_host: Vec<String>,
     /// `// EXPECT-ORDER: text`: our runtime's output (stdout and stderr, into one file, so not
     /// a terminal) must contain these lines' texts in this order (one per line).
     pub(super) expect_order: Vec<String>,
@@ -245,6 +248,8 @@ pub(super) fn parse_header(text: &str) -> Header {
             h.llvm_ref_fails = Some(v.trim().to_string());
         } else if let Some(v) = comment.strip_prefix("EXPECT-STDERR-BOTH:") {
             h.expect_stderr_both.push(v.trim().to_string());
+        } else if let Some(v) = comment.strip_prefix("EXPECT-STDERR-HOST:") {
+            h.expect_stderr_host.push(v.trim().to_string());
         } else if let Some(v) = comment.strip_prefix("EXPECT-ORDER:") {
             h.expect_order.push(v.trim().to_string());
         } else if let Some(v) = comment.strip_prefix("EXPECT-STDERR:") {
