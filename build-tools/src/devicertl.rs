@@ -243,6 +243,11 @@ fn build_one(t: &Target, shared_bytes: u64) -> Result<Built> {
     let text = remove_string_attr(&text, "target-cpu");
     let text = remove_string_attr(&text, "target-features");
     let text = mark_runtime_functions(&text);
+    let text = if t.triple.starts_with("amdgcn") {
+        hide_functions(&text)
+    } else {
+        text
+    };
     util::write(&final_ll, &text)?;
     Cmd::new("llvm-as-22")
         .arg(&final_ll)
@@ -375,6 +380,65 @@ fn mark_runtime_functions(text: &str) -> String {
     out
 }
 
+/// Every function (and function alias: LLVM merges identical ones) the runtime defines without
+/// a visibility gets `hidden` (amdgcn). An amdgcn
+/// image is a shared object linked with LTO: a function of default visibility is exported from
+/// it, so LTO keeps, optimizes and compiles every one of the runtime's (all 188 of them for the
+/// saxpy probe, printf's float formatting included) whether the program calls it or not. The
+/// plugins look up kernels and the protected globals of `ir/amdgcn.ll`, never a runtime
+/// function. (nvptx's device link internalizes the runtime anyway.)
+fn hide_functions(text: &str) -> String {
+    const LINKAGES: [&str; 7] = [
+        "external",
+        "weak",
+        "weak_odr",
+        "linkonce",
+        "linkonce_odr",
+        "available_externally",
+        "extern_weak",
+    ];
+    let mut out = String::with_capacity(text.len() + 4096);
+    for line in text.lines() {
+        // `@name = [linkage] [visibility] ... alias ...`
+        if let Some((name, rest)) = line
+            .split_once(" = ")
+            .filter(|(n, r)| n.starts_with('@') && r.contains(" alias "))
+        {
+            let first = rest.split_whitespace().next().unwrap_or("");
+            let (linkage, after) = if LINKAGES.contains(&first) {
+                (format!("{first} "), &rest[first.len() + 1..])
+            } else {
+                (String::new(), rest)
+            };
+            let next = after.split_whitespace().next().unwrap_or("");
+            if !matches!(first, "internal" | "private")
+                && !matches!(next, "hidden" | "protected" | "default")
+            {
+                out.push_str(&format!("{name} = {linkage}hidden {after}\n"));
+                continue;
+            }
+        }
+        if let Some(rest) = line.strip_prefix("define ") {
+            let first = rest.split_whitespace().next().unwrap_or("");
+            let (linkage, after) = if LINKAGES.contains(&first) {
+                (format!("{first} "), &rest[first.len() + 1..])
+            } else {
+                (String::new(), rest)
+            };
+            let next = after.split_whitespace().next().unwrap_or("");
+            let local = matches!(first, "internal" | "private");
+            let has_visibility = matches!(next, "hidden" | "protected" | "default");
+            if !local && !has_visibility {
+                out.push_str(&format!("define {linkage}hidden {after}\n"));
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 /// `llvm-nm-22` of a bitcode file: (defined global symbols, undefined symbols).
 pub fn nm(file: &Path) -> Result<(BTreeSet<String>, BTreeSet<String>)> {
     let out = Cmd::new("llvm-nm-22")
@@ -492,6 +556,15 @@ fn unless_unchecked(checked: Result<()>) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn runtime_functions_are_hidden_and_the_rest_left_alone() {
+        let text = "define noundef i32 @__kmpc_a(i32 %x) #0 {\ndefine internal void @f() {\ndefine weak void @g() {\ndefine hidden ptr @h() {\ndefine protected void @p() {\n@x = global i32 0\n@s = unnamed_addr alias i32 (ptr, i32), ptr @m\n@t = internal alias void (), ptr @f\n";
+        assert_eq!(
+            hide_functions(text),
+            "define hidden noundef i32 @__kmpc_a(i32 %x) #0 {\ndefine internal void @f() {\ndefine weak hidden void @g() {\ndefine hidden ptr @h() {\ndefine protected void @p() {\n@x = global i32 0\n@s = hidden unnamed_addr alias i32 (ptr, i32), ptr @m\n@t = internal alias void (), ptr @f\n"
+        );
+    }
+
     use super::*;
 
     #[test]
