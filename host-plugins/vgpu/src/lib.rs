@@ -302,6 +302,11 @@ impl Backend for VgpuDevice {
     fn waits_for_running_kernels(&self) -> bool {
         false
     }
+    /// Kernels run in the host's address space: any host address is theirs, as on a GPU with
+    /// HMM or ATS (`requires unified_shared_memory` programs run).
+    fn unified_memory(&self) -> std::result::Result<(), String> {
+        Ok(())
+    }
     type Module = VgpuModule;
     type Function = VgpuFunction;
     const INITIALIZERS: Initializers = Initializers::ObjectArray {
