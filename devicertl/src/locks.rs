@@ -49,14 +49,24 @@ pub unsafe extern "C" fn omp_destroy_lock(lock: *mut u64) {
 pub unsafe extern "C" fn omp_set_lock(lock: *mut u64) {
     // SAFETY: guaranteed by the caller.
     let word = unsafe { simple(lock) };
-    while word
-        .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
+    take(word);
+    arch::note_lock_acquired(lock as usize);
+}
+/// Takes a 0/1 lock word, spinning with relaxed reads: an acquire in the loop is, on gfx90a and
+/// gfx942, an L2 invalidate on every turn. The acquire load after the loop reads the value the
+/// taking compare-exchange wrote, which continues the release sequence of the store that freed
+/// the word, so it synchronizes with that release.
+pub(crate) fn take(word: &AtomicU32) {
+    while word.load(Ordering::Relaxed) != 0
+        || word
+            .compare_exchange_weak(0, 1, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
     {
         arch::pause();
     }
-    arch::note_lock_acquired(lock as usize);
+    let _ = word.load(Ordering::Acquire);
 }
+
 /// # Safety
 /// As `omp_init_lock`.
 #[unsafe(no_mangle)]
@@ -113,8 +123,10 @@ fn acquire_nest(word: &AtomicU64, wait: bool) -> i32 {
         } else {
             return 0;
         };
-        match word.compare_exchange_weak(seen, wanted, Ordering::Acquire, Ordering::Relaxed) {
+        // Relaxed in the loop, then one acquire load (see `take`).
+        match word.compare_exchange_weak(seen, wanted, Ordering::Relaxed, Ordering::Relaxed) {
             Ok(_) => {
+                let _ = word.load(Ordering::Acquire);
                 arch::note_lock_acquired(word.as_ptr() as usize);
                 return (wanted >> 32) as i32;
             }

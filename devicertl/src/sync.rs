@@ -327,13 +327,7 @@ fn lock_word(name: *mut c_void) -> &'static AtomicU32 {
 /// other here and spinning is safe.
 #[unsafe(no_mangle)]
 pub extern "C" fn __kmpc_critical(_ident: *const c_void, _gtid: i32, name: *mut c_void) {
-    let lock = lock_word(name);
-    while lock
-        .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        arch::pause();
-    }
+    crate::locks::take(lock_word(name));
     arch::note_lock_acquired(name as usize);
 }
 /// `critical hint(...)`: the hint changes nothing on the device.

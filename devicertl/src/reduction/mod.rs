@@ -193,9 +193,14 @@ pub unsafe extern "C" fn __kmpc_nvptx_teams_reduce_nowait_v2(
 
     if is_master {
         // Wait until this team's chunk of `slots` teams may write the buffer.
+        // Relaxed while spinning, one acquire after (an acquire per turn is an L2 invalidate
+        // on gfx90a/gfx942): it reads the advance that admitted this team or a later value,
+        // and synchronizes with the fence before that advance. The base cannot move on while
+        // this team is waiting in its chunk, so the value that admitted it is the base.
         let base = loop {
-            let base = chunk_base.load(Ordering::Acquire);
+            let base = chunk_base.load(Ordering::Relaxed);
             if team_num < base + slots {
+                let _ = chunk_base.load(Ordering::Acquire);
                 break base;
             }
             arch::pause();

@@ -144,9 +144,14 @@ pub unsafe extern "C" fn __kmpc_doacross_wait(_ident: *const c_void, _gtid: i32,
     // SAFETY: as above.
     if let Some(i) = unsafe { doacross_index(dims, count, vec) } {
         // SAFETY: as above.
-        while unsafe { (*flags.add(i as usize)).load(Ordering::Acquire) } == 0 {
+        // SAFETY: as above.
+        let flag = unsafe { &*flags.add(i as usize) };
+        // Relaxed while spinning, one acquire after (an acquire per turn is an L2 invalidate
+        // on gfx90a/gfx942).
+        while flag.load(Ordering::Relaxed) == 0 {
             crate::arch::pause();
         }
+        let _ = flag.load(Ordering::Acquire);
     }
 }
 
