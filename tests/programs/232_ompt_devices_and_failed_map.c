@@ -5,7 +5,9 @@
 // each begin and end, between the host (the initial device's number) and device d. Then
 // `target enter data map(present, to: y)` of a y nobody mapped: the construct's begin reaches
 // the tool, the mapping fails with LLVM's message and the program stops (no end callback), as
-// with LLVM 22's library. With one device (a GPU machine) only device 0's part runs.
+// with LLVM 22's library. With one device (a GPU machine) only device 0's part runs. The tool
+// also asks for ompt_callback_target_map_emi: libomp answers ompt_set_never (no runtime of LLVM
+// 22 makes it), and it never comes.
 // EXPECT: abort
 // EXPECT-STDERR-BOTH: tool: the devices' constructs as expected
 // EXPECT-STDERR-BOTH: tool: enter data begins on device 0
@@ -20,7 +22,7 @@
 struct event { int what, kind, endpoint, device, src, dest; };
 enum { TARGET = 1, OP = 2, INIT = 3 };
 static struct event events[MAX_EVENTS];
-static int n_events;
+static int n_events, map_callbacks, map_registration = -1;
 
 static void record(struct event e) {
   if (n_events < MAX_EVENTS) events[n_events] = e;
@@ -45,6 +47,14 @@ static void on_op(ompt_scope_endpoint_t endpoint, ompt_data_t *target_task_data,
   record((struct event){OP, (int)optype, (int)endpoint, 0, src_device_num, dest_device_num});
 }
 
+static void on_map(ompt_data_t *target_data, unsigned int nitems, void **host_addr,
+                   void **device_addr, size_t *bytes, unsigned int *mapping_flags,
+                   const void *codeptr_ra) {
+  (void)target_data; (void)nitems; (void)host_addr; (void)device_addr; (void)bytes;
+  (void)mapping_flags; (void)codeptr_ra;
+  map_callbacks++;
+}
+
 static void on_init(int device_num, const char *type, ompt_device_t *device,
                     ompt_function_lookup_t lookup, const char *documentation) {
   (void)type; (void)device; (void)lookup; (void)documentation;
@@ -57,6 +67,7 @@ static int initialize(ompt_function_lookup_t lookup, int initial_device_num, omp
   set(ompt_callback_target_emi, (ompt_callback_t)on_target);
   set(ompt_callback_target_data_op_emi, (ompt_callback_t)on_op);
   set(ompt_callback_device_initialize, (ompt_callback_t)on_init);
+  map_registration = set(ompt_callback_target_map_emi, (ompt_callback_t)on_map);
   return 1;
 }
 static void finalize(ompt_data_t *tool_data) { (void)tool_data; }
@@ -116,6 +127,9 @@ int main(void) {
     at = check_region(at, d, host);
   }
   if (at != n_events) FAIL("%d events after the regions", n_events - at);
+  if (map_registration != ompt_set_never || map_callbacks != 0)
+    FAIL("target_map_emi: registration answered %d (ompt_set_never is %d), %d callbacks",
+         map_registration, ompt_set_never, map_callbacks);
   fprintf(stderr, "tool: the devices' constructs as expected\n");
   fflush(stderr);
 #pragma omp target enter data map(present, to: y)
