@@ -386,8 +386,20 @@ fn mark_runtime_functions(text: &str) -> String {
 /// it, so LTO keeps, optimizes and compiles every one of the runtime's (all 188 of them for the
 /// saxpy probe, printf's float formatting included) whether the program calls it or not. The
 /// plugins look up kernels and the protected globals of `ir/amdgcn.ll`, never a runtime
-/// function. (nvptx's device link internalizes the runtime anyway.)
+/// function. (nvptx's device link internalizes the runtime anyway.) Except the functions the
+/// indirect-call pass (`compiler/src/translate.rs`) adds calls to inside the LTO link, after
+/// LTO has dropped what nothing called: they stay exported, so they are there to call.
 fn hide_functions(text: &str) -> String {
+    const CALLED_BY_THE_PASS: [&str; 2] = [
+        "@__kmpc_target_translate_fptr",
+        "@__llvm_omp_indirect_call_lookup",
+    ];
+    // `define ... @f(` or `@f = ... alias`.
+    let called_by_the_pass = |line: &str| {
+        CALLED_BY_THE_PASS
+            .iter()
+            .any(|f| line.contains(&format!("{f}(")) || line.starts_with(&format!("{f} = ")))
+    };
     const LINKAGES: [&str; 7] = [
         "external",
         "weak",
@@ -403,6 +415,7 @@ fn hide_functions(text: &str) -> String {
         if let Some((name, rest)) = line
             .split_once(" = ")
             .filter(|(n, r)| n.starts_with('@') && r.contains(" alias "))
+            .filter(|_| !called_by_the_pass(line))
         {
             let first = rest.split_whitespace().next().unwrap_or("");
             let (linkage, after) = if LINKAGES.contains(&first) {
@@ -418,7 +431,10 @@ fn hide_functions(text: &str) -> String {
                 continue;
             }
         }
-        if let Some(rest) = line.strip_prefix("define ") {
+        if let Some(rest) = line
+            .strip_prefix("define ")
+            .filter(|_| !called_by_the_pass(line))
+        {
             let first = rest.split_whitespace().next().unwrap_or("");
             let (linkage, after) = if LINKAGES.contains(&first) {
                 (format!("{first} "), &rest[first.len() + 1..])
@@ -558,10 +574,11 @@ fn unless_unchecked(checked: Result<()>) -> Result<()> {
 mod tests {
     #[test]
     fn runtime_functions_are_hidden_and_the_rest_left_alone() {
-        let text = "define noundef i32 @__kmpc_a(i32 %x) #0 {\ndefine internal void @f() {\ndefine weak void @g() {\ndefine hidden ptr @h() {\ndefine protected void @p() {\n@x = global i32 0\n@s = unnamed_addr alias i32 (ptr, i32), ptr @m\n@t = internal alias void (), ptr @f\n";
+        let text = "define noundef i32 @__kmpc_a(i32 %x) #0 {\ndefine internal void @f() {\ndefine weak void @g() {\ndefine hidden ptr @h() {\ndefine protected void @p() {\n@x = global i32 0\n@s = unnamed_addr alias i32 (ptr, i32), ptr @m\n@t = internal alias void (), ptr @f\ndefine ptr @__kmpc_target_translate_fptr(i64 %0) {\n@__llvm_omp_indirect_call_lookup = unnamed_addr alias ptr (ptr), ptr @__kmpc_target_translate_fptr\n";
         assert_eq!(
             hide_functions(text),
-            "define hidden noundef i32 @__kmpc_a(i32 %x) #0 {\ndefine internal void @f() {\ndefine weak hidden void @g() {\ndefine hidden ptr @h() {\ndefine protected void @p() {\n@x = global i32 0\n@s = hidden unnamed_addr alias i32 (ptr, i32), ptr @m\n@t = internal alias void (), ptr @f\n"
+            "define hidden noundef i32 @__kmpc_a(i32 %x) #0 {\ndefine internal void @f() {\ndefine weak hidden void @g() {\ndefine hidden ptr @h() {\ndefine protected void @p() {\n@x = global i32 0\n@s = hidden unnamed_addr alias i32 (ptr, i32), ptr @m\n@t = internal alias void (), ptr @f\ndefine ptr @__kmpc_target_translate_fptr(i64 %0) {\n@__llvm_omp_indirect_call_lookup = unnamed_addr alias ptr (ptr), ptr @__kmpc_target_translate_fptr\n",
+            "the functions the indirect-call pass calls stay exported"
         );
     }
 
