@@ -400,6 +400,29 @@ fn hide_functions(text: &str) -> String {
             .iter()
             .any(|f| line.contains(&format!("{f}(")) || line.starts_with(&format!("{f} = ")))
     };
+    let mut out = String::with_capacity(text.len() + 4096);
+    for line in text.lines() {
+        let hidden = if called_by_the_pass(line) {
+            None
+        } else if let Some(rest) = line.strip_prefix("define ") {
+            hidden_after_linkage(rest).map(|rest| format!("define {rest}"))
+        } else if let Some((name, rest)) = line
+            .split_once(" = ")
+            .filter(|(n, r)| n.starts_with('@') && r.contains(" alias "))
+        {
+            hidden_after_linkage(rest).map(|rest| format!("{name} = {rest}"))
+        } else {
+            None
+        };
+        out.push_str(hidden.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
+}
+
+/// `[linkage] rest` of a definition or alias as `[linkage] hidden rest`, or `None` when it is
+/// local (internal, private) or already has a visibility.
+fn hidden_after_linkage(text: &str) -> Option<String> {
     const LINKAGES: [&str; 7] = [
         "external",
         "weak",
@@ -409,50 +432,18 @@ fn hide_functions(text: &str) -> String {
         "available_externally",
         "extern_weak",
     ];
-    let mut out = String::with_capacity(text.len() + 4096);
-    for line in text.lines() {
-        // `@name = [linkage] [visibility] ... alias ...`
-        if let Some((name, rest)) = line
-            .split_once(" = ")
-            .filter(|(n, r)| n.starts_with('@') && r.contains(" alias "))
-            .filter(|_| !called_by_the_pass(line))
-        {
-            let first = rest.split_whitespace().next().unwrap_or("");
-            let (linkage, after) = if LINKAGES.contains(&first) {
-                (format!("{first} "), &rest[first.len() + 1..])
-            } else {
-                (String::new(), rest)
-            };
-            let next = after.split_whitespace().next().unwrap_or("");
-            if !matches!(first, "internal" | "private")
-                && !matches!(next, "hidden" | "protected" | "default")
-            {
-                out.push_str(&format!("{name} = {linkage}hidden {after}\n"));
-                continue;
-            }
-        }
-        if let Some(rest) = line
-            .strip_prefix("define ")
-            .filter(|_| !called_by_the_pass(line))
-        {
-            let first = rest.split_whitespace().next().unwrap_or("");
-            let (linkage, after) = if LINKAGES.contains(&first) {
-                (format!("{first} "), &rest[first.len() + 1..])
-            } else {
-                (String::new(), rest)
-            };
-            let next = after.split_whitespace().next().unwrap_or("");
-            let local = matches!(first, "internal" | "private");
-            let has_visibility = matches!(next, "hidden" | "protected" | "default");
-            if !local && !has_visibility {
-                out.push_str(&format!("define {linkage}hidden {after}\n"));
-                continue;
-            }
-        }
-        out.push_str(line);
-        out.push('\n');
+    let first = text.split_whitespace().next().unwrap_or("");
+    if matches!(first, "internal" | "private") {
+        return None;
     }
-    out
+    let (linkage, after) = if LINKAGES.contains(&first) {
+        (&text[..first.len() + 1], &text[first.len() + 1..])
+    } else {
+        ("", text)
+    };
+    let next = after.split_whitespace().next().unwrap_or("");
+    (!matches!(next, "hidden" | "protected" | "default"))
+        .then(|| format!("{linkage}hidden {after}"))
 }
 
 /// `llvm-nm-22` of a bitcode file: (defined global symbols, undefined symbols).
