@@ -149,7 +149,7 @@ impl Launch {
                 Object {
                     start: o.address as usize,
                     bytes: o.bytes as usize,
-                    name: c_text(o.name),
+                    name: o.name,
                 }
             })
             .collect();
@@ -225,7 +225,7 @@ impl Drop for Launch {
 pub fn begin_team(team: u32, threads: u32) {
     with_checker(|c| {
         c.team = team;
-        let words = c.static_len.div_ceil(4) + c.dynamic_bytes.div_ceil(4);
+        let words = c.first_dynamic_word() + c.dynamic_bytes.div_ceil(4);
         c.words.clear();
         c.words.resize_with(words, Word::default);
         c.clocks = Clocks::new(threads);
@@ -422,7 +422,8 @@ struct Word {
 struct Object {
     start: usize,
     bytes: usize,
-    name: String,
+    /// NUL-terminated, the image's: read only for a report.
+    name: *const c_char,
 }
 
 struct Checker {
@@ -432,6 +433,7 @@ struct Checker {
     static_len: usize,
     dynamic_begin: usize,
     dynamic_bytes: usize,
+    /// Sorted by address.
     objects: Vec<Object>,
     /// The static section's words, then the launch's dynamic bytes'.
     words: Vec<Word>,
@@ -447,13 +449,30 @@ struct Checker {
 }
 
 impl Checker {
+    /// Where the dynamic buffer's words begin in `words`, after the static section's.
+    fn first_dynamic_word(&self) -> usize {
+        self.static_len.div_ceil(4)
+    }
+
+    /// The offset of `address` in the dynamic shared buffer, if it lies there.
+    fn dynamic_offset(&self, address: usize) -> Option<usize> {
+        let offset = address.wrapping_sub(self.dynamic_begin);
+        (offset < super::DYNAMIC_SHARED_BYTES).then_some(offset)
+    }
+
+    /// The object `address` lies in or after (the last one starting at or before it).
+    fn object_at(&self, address: usize) -> Option<&Object> {
+        let after = self.objects.partition_point(|o| o.start <= address);
+        after.checked_sub(1).map(|i| &self.objects[i])
+    }
+
     /// `address` as object and offset, for messages.
     fn place(&self, address: usize) -> String {
-        if address.wrapping_sub(self.dynamic_begin) < super::DYNAMIC_SHARED_BYTES {
-            return format!("dynamic shared memory + {}", address - self.dynamic_begin);
+        if let Some(offset) = self.dynamic_offset(address) {
+            return format!("dynamic shared memory + {offset}");
         }
-        match self.objects.iter().rev().find(|o| o.start <= address) {
-            Some(o) => format!("`{}` + {}", o.name, address - o.start),
+        match self.object_at(address) {
+            Some(o) => format!("`{}` + {}", c_text(o.name), address - o.start),
             None => format!("{address:#x}"),
         }
     }
@@ -461,8 +480,7 @@ impl Checker {
     fn access(&mut self, address: usize, bytes: usize, write: bool, site: Site) {
         let me = team::thread();
         let bytes = bytes.max(1);
-        let word_range = if address.wrapping_sub(self.dynamic_begin) < super::DYNAMIC_SHARED_BYTES {
-            let offset = address - self.dynamic_begin;
+        let word_range = if let Some(offset) = self.dynamic_offset(address) {
             if offset + bytes > self.dynamic_bytes {
                 let what = format!(
                     "a {bytes}-byte access at offset {offset} of dynamic shared memory, of which the launch has {} bytes",
@@ -471,21 +489,16 @@ impl Checker {
                 self.out_of_bounds(me, write, what, site);
                 return;
             }
-            let base = self.static_len.div_ceil(4);
+            let base = self.first_dynamic_word();
             base + offset / 4..base + (offset + bytes - 1) / 4 + 1
         } else {
-            let holder = self
-                .objects
-                .iter()
-                .rev()
-                .find(|o| o.start <= address)
-                .filter(|o| address + bytes <= o.start + o.bytes);
-            if holder.is_none() {
-                let what = match self.objects.iter().rev().find(|o| o.start <= address) {
+            let object = self.object_at(address);
+            if object.is_none_or(|o| address + bytes > o.start + o.bytes) {
+                let what = match object {
                     Some(o) => format!(
                         "a {bytes}-byte access at offset {} of `{}`, which has {} bytes",
                         address - o.start,
-                        o.name,
+                        c_text(o.name),
                         o.bytes
                     ),
                     None => format!("{bytes} bytes at {address:#x}, before every object"),
@@ -533,8 +546,8 @@ impl Checker {
                 word.reads.push(now);
             }
             if let Some((other, hazard)) = found {
-                let byte = if index >= self.static_len.div_ceil(4) {
-                    self.dynamic_begin + (index - self.static_len.div_ceil(4)) * 4
+                let byte = if index >= self.first_dynamic_word() {
+                    self.dynamic_begin + (index - self.first_dynamic_word()) * 4
                 } else {
                     self.static_begin + index * 4
                 };
