@@ -64,17 +64,7 @@ pub fn run_suite(dir: &Path, arch: &str) -> Result<bool> {
         if let Ok(why) = std::fs::read_to_string(missing_note(&exe)) {
             return ((false, format!("FAIL (no virtual-GPU image: {why})")), 0.0);
         }
-        let mut env = header.env.clone();
-        env.push(("RUSTOMP_VGPU".into(), "1".into()));
-        env.push((
-            "LD_LIBRARY_PATH".into(),
-            dir.join("lib").display().to_string(),
-        ));
-        // A hang is reported by the virtual GPU itself, before the runner's limit.
-        env.push((
-            "RUSTOMP_VGPU_WATCHDOG".into(),
-            (TIMEOUT.as_secs() * 3 / 4).max(1).to_string(),
-        ));
+        let mut env = environment(dir, &header.env);
         if !header.vgpu_race.is_empty() {
             // The compiler's hazard is reported, and the program's own checks still run.
             env.push(("RUSTOMP_VGPU_RACECHECK".into(), "warn".into()));
@@ -153,6 +143,23 @@ pub fn run_suite(dir: &Path, arch: &str) -> Result<bool> {
     Ok(failed == 0)
 }
 
+/// A program's environment (its header's `ENV:` lines) for a run on the virtual GPU of the
+/// suite in `dir`.
+fn environment(dir: &Path, header_env: &[(String, String)]) -> Vec<(String, String)> {
+    let mut env = header_env.to_vec();
+    env.push(("RUSTOMP_VGPU".into(), "1".into()));
+    env.push((
+        "LD_LIBRARY_PATH".into(),
+        dir.join("lib").display().to_string(),
+    ));
+    // A hang is reported by the virtual GPU itself, before the runner's limit.
+    env.push((
+        "RUSTOMP_VGPU_WATCHDOG".into(),
+        (TIMEOUT.as_secs() * 3 / 4).max(1).to_string(),
+    ));
+    env
+}
+
 /// The virtual GPU's own checks, `tests/vgpu-checks`: programs with a planted fault that only
 /// the virtual GPU can name (a race and an out-of-bounds access in team memory, a call through
 /// a host pointer, a barrier in divergent code), each compiled for sm_90 as the suite's are and
@@ -171,13 +178,8 @@ pub(super) fn run_checks(dir: &Path, compiled: &[(PathBuf, Option<String>)]) -> 
         if let Ok(why) = std::fs::read_to_string(missing_note(&exe)) {
             return (false, format!("no virtual-GPU image: {why}"));
         }
-        let mut env = header.env.clone();
-        env.push(("RUSTOMP_VGPU".into(), "1".into()));
+        let mut env = environment(dir, &header.env);
         env.push(("OMP_TARGET_OFFLOAD".into(), "mandatory".into()));
-        env.push((
-            "LD_LIBRARY_PATH".into(),
-            dir.join("lib").display().to_string(),
-        ));
         let outcome = run_program(&exe, &env, &log);
         with_expected_output(ours_verdict(&outcome, &header), &header.expect_stderr, &log)
     });
