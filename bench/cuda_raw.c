@@ -5,6 +5,8 @@
 #include "bench.h"
 #include <cuda.h>
 #include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct {
@@ -25,6 +27,9 @@ static struct {
   __typeof__(cuMemAllocHost) *mem_alloc_host;
   __typeof__(cuMemFreeHost) *mem_free_host;
   __typeof__(cuMemcpyDtoH) *memcpy_dtoh;
+  __typeof__(cuMemHostRegister) *mem_host_register;
+  __typeof__(cuMemHostUnregister) *mem_host_unregister;
+  __typeof__(cuPointerGetAttributes) *pointer_get_attributes;
 } cu;
 
 static const char empty_ptx[] =
@@ -70,6 +75,9 @@ const char *raw_init(void) {
       {(void **)&cu.mem_alloc_host, "cuMemAllocHost_v2"},
       {(void **)&cu.mem_free_host, "cuMemFreeHost"},
       {(void **)&cu.memcpy_dtoh, "cuMemcpyDtoH_v2"},
+      {(void **)&cu.mem_host_register, "cuMemHostRegister_v2"},
+      {(void **)&cu.mem_host_unregister, "cuMemHostUnregister"},
+      {(void **)&cu.pointer_get_attributes, "cuPointerGetAttributes"},
   };
   for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
     *symbols[i].slot = dlsym(lib, symbols[i].name);
@@ -186,4 +194,48 @@ double raw_h2d_gbps(const void *host, size_t bytes, int reps) {
   }
   CHECK(cu.mem_free(dst));
   return bench_median(rate, reps);
+}
+
+void raw_host_register(void *host, size_t bytes) { CHECK(cu.mem_host_register(host, bytes, CU_MEMHOSTREGISTER_PORTABLE)); }
+void raw_host_unregister(void *host) { CHECK(cu.mem_host_unregister(host)); }
+
+/// What cuPointerGetAttributes answers for `address`: memory type and buffer id.
+static void pointer_kind(const void *address, unsigned *type, unsigned long long *id) {
+  CUpointer_attribute attributes[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_BUFFER_ID};
+  *type = 0;
+  *id = 0;
+  void *data[2] = {type, id};
+  CHECK(cu.pointer_get_attributes(2, attributes, data, (CUdeviceptr)(uintptr_t)address));
+}
+
+const char *raw_pointer_claims(void) {
+  static char why[512];
+  enum { BYTES = 3 << 20 };
+  char *pageable = malloc(BYTES), *registered = malloc(BYTES);
+  void *allocated;
+  if (!pageable || !registered) return "out of memory";
+  memset(pageable, 1, BYTES);
+  memset(registered, 1, BYTES);
+  CHECK(cu.mem_alloc_host(&allocated, BYTES));
+  raw_host_register(registered, BYTES);
+  unsigned type[6];
+  unsigned long long id[6];
+  const void *at[6] = {pageable, pageable + BYTES - 1, registered, registered + BYTES - 1,
+                       allocated, (char *)allocated + BYTES - 1};
+  for (int i = 0; i < 6; i++) pointer_kind(at[i], &type[i], &id[i]);
+  raw_host_unregister(registered);
+  CHECK(cu.mem_free_host(allocated));
+  free(pageable);
+  free(registered);
+  int ok = type[0] == 0 && id[0] == 0 && type[1] == 0 && id[1] == 0;
+  for (int i = 2; i < 6; i += 2)
+    ok = ok && type[i] == CU_MEMORYTYPE_HOST && id[i] != 0 && type[i + 1] == type[i] && id[i + 1] == id[i];
+  if (ok) return NULL;
+  snprintf(why, sizeof why,
+           "cuPointerGetAttributes answered (memory type, buffer id): pageable first/last byte "
+           "(%u, %llu) (%u, %llu), cuMemHostRegister range (%u, %llu) (%u, %llu), cuMemAllocHost "
+           "range (%u, %llu) (%u, %llu); the plugin expects (0, 0) for pageable memory and "
+           "CU_MEMORYTYPE_HOST (1) with one nonzero id across each pinned range",
+           type[0], id[0], type[1], id[1], type[2], id[2], type[3], id[3], type[4], id[4], type[5], id[5]);
+  return why;
 }

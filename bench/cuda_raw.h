@@ -22,6 +22,12 @@ double raw_h2d_gbps(const void *host, size_t bytes, int reps);
 /// device: the link's speed, the ceiling of every host-device copy. Median GB/s.
 double raw_h2d_pinned_gbps(size_t bytes, int reps);
 double raw_d2h_pinned_gbps(size_t bytes, int reps);
+/// cuMemHostRegister (portable) / cuMemHostUnregister of the caller's memory.
+void raw_host_register(void *host, size_t bytes);
+void raw_host_unregister(void *host);
+/// Checks on the hardware what the CUDA plugin's fake driver claims of cuPointerGetAttributes
+/// (host-plugins/cuda/src/tests.rs, REAL_DRIVER): NULL, or what the driver answered instead.
+const char *raw_pointer_claims(void);
 
 #ifdef _OPENMP
 // For the OpenMP programs of the GPU group (cuda_raw.c itself is plain C).

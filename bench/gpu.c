@@ -19,9 +19,21 @@
 //                     cuMemcpyHtoD/DtoH of 256 MiB of pinned memory: the link, the ceiling
 //   h2d_fraction, d2h_fraction
 //                     h2d / raw_h2d_pinned, d2h / raw_d2h_pinned
+//   h2d_locked, d2h_locked
+//                     the same updates of the buffer after llvm_omp_target_lock_mem (what
+//                     libomp's pinned allocator calls): GB/s, pinned speed without staging
+//   h2d_registered    the same update of the buffer the program pinned with cuMemHostRegister
+//                     behind the runtime's back: GB/s
+//   driver_pointer_claims
+//                     1 when cuPointerGetAttributes answers as the plugin's fake driver claims
+//                     (pageable memory unknown, a pinned range one buffer of host memory); the
+//                     run stops with what it answered otherwise
 #include "bench.h"
 #include "cuda_raw.h"
 #include <omp.h>
+
+void *llvm_omp_target_lock_mem(void *ptr, size_t size, int device_num);
+void llvm_omp_target_unlock_mem(void *ptr, int device_num);
 
 #define STREAM_N ((size_t)1 << 26)     // 512 MiB per array
 #define COPY_BYTES ((size_t)1 << 30)
@@ -143,6 +155,34 @@ int main(int argc, char **argv) {
     bench_result("h2d_fraction", h2d / pinned_h2d, "of_pinned");
     bench_result("d2h_fraction", d2h / pinned_d2h, "of_pinned");
     free(buf);
+  }
+
+  if (bench_want("h2d_locked") || bench_want("d2h_locked") || bench_want("h2d_registered")) {
+    char *buf = malloc(H2D_BYTES);
+    if (!buf) BENCH_FAIL("gpu: out of memory");
+    memset(buf, 1, H2D_BYTES);
+    double h2d, d2h, registered;
+    if (!llvm_omp_target_lock_mem(buf, H2D_BYTES, dev)) BENCH_FAIL("gpu: llvm_omp_target_lock_mem failed");
+#pragma omp target data map(alloc: buf[0:H2D_BYTES])
+    {
+      h2d = update_gbps(buf, H2D_BYTES, reps, 1);
+      d2h = update_gbps(buf, H2D_BYTES, reps, 0);
+    }
+    llvm_omp_target_unlock_mem(buf, dev);
+    raw_host_register(buf, H2D_BYTES);
+#pragma omp target data map(alloc: buf[0:H2D_BYTES])
+    registered = update_gbps(buf, H2D_BYTES, reps, 1);
+    raw_host_unregister(buf);
+    bench_result("h2d_locked", h2d, "GB/s");
+    bench_result("d2h_locked", d2h, "GB/s");
+    bench_result("h2d_registered", registered, "GB/s");
+    free(buf);
+  }
+
+  if (bench_want("driver_pointer_claims")) {
+    const char *why = raw_pointer_claims();
+    if (why) BENCH_FAIL("gpu: %s", why);
+    bench_result("driver_pointer_claims", 1, "ok");
   }
   return 0;
 }

@@ -241,7 +241,7 @@ pub fn growth(kept: &[Kernel], now: &[Kernel]) -> Vec<String> {
     grew
 }
 
-/// Compiles the bench programs (and, for NVIDIA, the ABI probes) for sm_90 and gfx90a, prints
+/// Compiles the bench programs and the ABI probes for sm_90 and gfx90a, prints
 /// every kernel's resources and what grew against the kept table; rewrites the table when
 /// `RUSTOMP_RESOURCES_UPDATE` is set.
 pub fn report(programs: &[&str], out_dir: &Path, helper: Option<&Path>) -> Result<()> {
@@ -280,30 +280,40 @@ pub fn report(programs: &[&str], out_dir: &Path, helper: Option<&Path>) -> Resul
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
-        let log = nvidia_dir.join("logs").join(format!("{name}.ptxas.log"));
-        let exe = nvidia_dir.join(name.trim_end_matches(".c").trim_end_matches(".cpp"));
-        let mut args: Vec<String> = [
-            "-O2",
-            "-fopenmp",
-            "--offload-arch=sm_90",
-            "-Xcuda-ptxas",
-            "-v",
-        ]
-        .map(String::from)
-        .to_vec();
-        // A probe that spells `declare target enter` needs OpenMP 5.2.
-        if util::read(&probe).unwrap_or_default().contains("enter(") {
-            args.push("-fopenmp-version=52".into());
-        }
-        args.extend([
-            probe.display().to_string(),
-            "-o".into(),
-            exe.display().to_string(),
-        ]);
-        let mut cmd = crate::cc::command(name.ends_with(".cpp"), crate::cc::Runtime::Ours, &args);
-        match super::build::run_logged(&mut cmd, &log) {
-            Ok(()) => kernels.extend(parse_ptxas(&name, &util::read(&log).unwrap_or_default())),
-            Err(why) => notes.push(format!("probe {name} for sm_90: {why}")),
+        let stem = name.trim_end_matches(".c").trim_end_matches(".cpp");
+        for (target, dir) in [("sm_90", &nvidia_dir), ("gfx90a", &amd_dir)] {
+            let log = dir.join("logs").join(format!("{name}.ptxas.log"));
+            let exe = dir.join(stem);
+            let mut args: Vec<String> = vec![
+                "-O2".into(),
+                "-fopenmp".into(),
+                format!("--offload-arch={target}"),
+            ];
+            if target == "sm_90" {
+                args.extend(["-Xcuda-ptxas".into(), "-v".into()]);
+            }
+            // A probe that spells `declare target enter` needs OpenMP 5.2.
+            if util::read(&probe).unwrap_or_default().contains("enter(") {
+                args.push("-fopenmp-version=52".into());
+            }
+            args.extend([
+                probe.display().to_string(),
+                "-o".into(),
+                exe.display().to_string(),
+            ]);
+            let mut cmd =
+                crate::cc::command(name.ends_with(".cpp"), crate::cc::Runtime::Ours, &args);
+            let measured = super::build::run_logged(&mut cmd, &log).and_then(|()| {
+                if target == "sm_90" {
+                    Ok(parse_ptxas(&name, &util::read(&log).unwrap_or_default()))
+                } else {
+                    amdgpu_notes(&exe).map(|text| parse_amdgpu_notes(&name, &text))
+                }
+            });
+            match measured {
+                Ok(found) => kernels.extend(found),
+                Err(why) => notes.push(format!("probe {name} for {target}: {why}")),
+            }
         }
     }
     println!("\nGPU kernels' resources (the compiler's report; {TABLE} keeps the expected ones)");

@@ -4,13 +4,16 @@
 //! object v5 implicit kernel arguments.
 
 use crate::agent::AgentProps;
+use crate::hsa::failed;
+use crate::hsa::result as r;
 use crate::hsa::sys::Api;
 use crate::module::{Function, Module};
 use crate::queue::AqlQueue;
+use core::ffi::c_void;
 use rustomp_plugin::diag::Settings;
 use rustomp_plugin::generic::{Backend, DeviceInfo, GlobalSymbol, Initializers, KernelLaunch};
 use rustomp_plugin::image::ImageKind;
-use rustomp_plugin::{AllocKind, Result};
+use rustomp_plugin::{AllocKind, ErrorKind, Result};
 
 /// Private segment per work-item of a kernel with a dynamic call stack, unless
 /// `LIBOMPTARGET_STACK_SIZE` says otherwise (LLVM's default).
@@ -74,6 +77,27 @@ impl Backend for AmdgpuDevice {
     unsafe fn copy_within_device(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
         // SAFETY: the caller's contract, which the callee repeats.
         unsafe { self.copy_device_to_device(dst, src, bytes) }
+    }
+
+    /// `hsa_amd_memory_lock` for this GPU; copies then find the range locked
+    /// (`hsa_amd_pointer_info`) and use it without locking it again.
+    unsafe fn lock_host(&self, host: u64, bytes: usize) -> Result<u64> {
+        let mut agents = [self.props.agent];
+        // SAFETY: the caller's contract: live memory, unlocked before it is freed.
+        let agent_address =
+            unsafe { r::amd_memory_lock(self.api, host as *mut c_void, bytes, &mut agents) }
+                .map_err(failed(ErrorKind::InvalidArgument))?;
+        Ok(if agent_address.is_null() {
+            host
+        } else {
+            agent_address as u64
+        })
+    }
+
+    unsafe fn unlock_host(&self, host: u64) -> Result<()> {
+        // SAFETY: the caller's contract: locked by `lock_host`, unused now.
+        unsafe { r::amd_memory_unlock(self.api, host as *mut c_void) }
+            .map_err(failed(ErrorKind::InvalidArgument))
     }
 
     fn load_module(&self, bytes: &[u8], _kind: &ImageKind) -> Result<Module> {

@@ -158,8 +158,27 @@ impl AmdgpuDevice {
     }
 }
 
-/// Host memory locked for the GPU for the duration of one copy (or staged, when the runtime
-/// cannot lock it): the address the copy engine uses.
+impl AmdgpuDevice {
+    /// Where the GPU reaches `bytes` at `host` if the runtime has all of them pinned already
+    /// (`hsa_amd_pointer_info`: a locked range, or an allocation of a host pool).
+    pub(crate) fn pinned_already(&self, host: *mut u8, bytes: usize) -> Option<*mut c_void> {
+        let info = r::amd_pointer_info(self.api, host as u64).ok()?;
+        let pinned = matches!(info.kind, pointer_type::LOCKED | pointer_type::HSA);
+        let base = info.host_base_address as usize;
+        let inside = base != 0
+            && (host as usize) >= base
+            && (host as usize + bytes) <= base + info.size_in_bytes;
+        (pinned && inside && !info.agent_base_address.is_null()).then(|| {
+            info.agent_base_address
+                .wrapping_byte_add(host as usize - base)
+        })
+    }
+}
+
+/// Host memory as the copy engine reaches it for one copy: used as it is where the runtime has
+/// it pinned already (locked by the user or through `lock_host`, or allocated from one of its
+/// host pools), else locked for the duration of the copy, or staged when the runtime cannot
+/// lock it.
 struct HostSide<'a> {
     device: &'a AmdgpuDevice,
     locked: Option<*mut c_void>,
@@ -174,6 +193,14 @@ impl<'a> HostSide<'a> {
         bytes: usize,
         fill: bool,
     ) -> Result<(Self, *mut c_void)> {
+        let unchanged = Self {
+            device,
+            locked: None,
+            staging: None,
+        };
+        if let Some(agent_address) = device.pinned_already(host, bytes) {
+            return Ok((unchanged, agent_address));
+        }
         let mut agents = [device.props.agent];
         // SAFETY: `host` is the caller's live range of `bytes`; the lock is undone in `drop`.
         match unsafe { r::amd_memory_lock(device.api, host as *mut c_void, bytes, &mut agents) } {

@@ -47,6 +47,14 @@ pub const REAL_RUNTIME: &[(&str, &str)] = &[
          callback; waiting on the signal alone would hang",
         "a_faulting_kernel_fails_its_launch_instead_of_hanging",
     ),
+    (
+        "hsa_amd_pointer_info answers HSA_STATUS_SUCCESS for any address: type \
+         HSA_EXT_POINTER_TYPE_UNKNOWN for memory the runtime does not know, LOCKED inside a \
+         range hsa_amd_memory_lock locked (agent and host base of the range), HSA inside an \
+         allocation of one of its pools; it writes no more of the structure than its `size` \
+         says (hsa_ext_amd.h)",
+        "memory_the_runtime_has_pinned_is_copied_without_locking_it_again",
+    ),
 ];
 
 #[test]
@@ -714,6 +722,46 @@ unsafe extern "C" fn hsa_amd_memory_lock(
     STATUS_SUCCESS
 }
 
+/// As ROCr answers: LOCKED inside a locked range, HSA inside an allocation of one of its pools
+/// (host pools reached at the same address by host and GPU), UNKNOWN (and success) elsewhere.
+unsafe extern "C" fn hsa_amd_pointer_info(
+    address: *const c_void,
+    info: *mut PointerInfo,
+    _alloc: Option<unsafe extern "C" fn(usize) -> *mut c_void>,
+    _count: *mut u32,
+    _accessible: *mut *mut Agent,
+) -> Status {
+    fail_point!("hsa_amd_pointer_info");
+    let address = address as u64;
+    let holding = |start: u64, bytes: usize| address >= start && address < start + bytes as u64;
+    let found = with(|f| {
+        if let Some((&start, &bytes)) = f.locked.iter().find(|(&a, &n)| holding(a, n)) {
+            return Some((pointer_type::LOCKED, start, bytes, true));
+        }
+        f.allocs
+            .iter()
+            .find(|(&a, &(_, n))| holding(a, n))
+            .map(|(&start, &(pool, bytes))| {
+                let host = matches!(pool, FINE_POOL | KERNARG_POOL);
+                (pointer_type::HSA, start, bytes, host)
+            })
+    });
+    // SAFETY: the plugin passes a live, sized structure.
+    let info = unsafe { &mut *info };
+    info.kind = pointer_type::UNKNOWN;
+    if let Some((kind, start, bytes, host)) = found {
+        info.kind = kind;
+        info.agent_base_address = start as *mut c_void;
+        info.host_base_address = if host {
+            start as *mut c_void
+        } else {
+            std::ptr::null_mut()
+        };
+        info.size_in_bytes = bytes;
+    }
+    STATUS_SUCCESS
+}
+
 unsafe extern "C" fn hsa_amd_memory_unlock(host: *mut c_void) -> Status {
     fail_point!("hsa_amd_memory_unlock");
     let known = with(|f| f.locked.remove(&(host as u64)).is_some());
@@ -1283,6 +1331,7 @@ fn api() -> &'static Api {
         amd_memory_async_copy: hsa_amd_memory_async_copy,
         amd_memory_lock: hsa_amd_memory_lock,
         amd_memory_unlock: hsa_amd_memory_unlock,
+        amd_pointer_info: hsa_amd_pointer_info,
         signal_create: hsa_signal_create,
         signal_destroy: hsa_signal_destroy,
         signal_store_screlease: hsa_signal_store_screlease,
@@ -2330,4 +2379,49 @@ fn kernels_and_variables_are_looked_up_by_kind() {
         "{}",
         e.message
     );
+}
+
+#[test]
+fn memory_the_runtime_has_pinned_is_copied_without_locking_it_again() {
+    let _serial = install(&[MI210]);
+    let device = plugin().open_device(0, 2, 3).unwrap();
+    let device = &*device;
+    let d = device.alloc(4096, AllocKind::Device).unwrap() as u64;
+    let h = device.alloc(4096, AllocKind::Host).unwrap() as u64;
+    let input: Vec<u8> = (0..=255).cycle().take(4096).collect();
+    let mut output = vec![0u8; 4096];
+    // Locked through the runtime (what libomp's pinned allocator asks for): one lock, and the
+    // copies use it as it is.
+    let user = input.as_ptr() as *mut c_void;
+    // SAFETY: `input` lives until it is unlocked below.
+    let locked = unsafe { device.lock_host(user, input.len()) }.unwrap();
+    assert_eq!(locked, user);
+    to_device(device, d, &input).unwrap();
+    to_device(device, d + 100, &input[100..200]).unwrap();
+    // Host memory of the runtime's own pool: copied as it is.
+    // SAFETY: `h` holds 4096 bytes.
+    unsafe { device.copy_from_device(h as *mut c_void, d as *const c_void, 4096) }.unwrap();
+    from_device(device, &mut output, d).unwrap();
+    assert!(input == output, "the data survives the round trip");
+    with(|f| {
+        assert_eq!(
+            f.locks,
+            [input.as_ptr() as u64, output.as_ptr() as u64],
+            "locked once by lock_host; only the pageable output is locked for its copy"
+        );
+        assert_eq!(
+            f.copies.iter().map(|c| c.src).take(2).collect::<Vec<_>>(),
+            [input.as_ptr() as u64, input.as_ptr() as u64 + 100],
+            "the locked range is the copy's source, at the chunk's offset"
+        );
+        assert_eq!(f.copies[2].dst, h, "the pool's memory is the copy's target");
+    });
+    // SAFETY: locked above; no copy uses it now.
+    unsafe { device.unlock_host(user) }.unwrap();
+    assert!(with(|f| f.locked.is_empty()), "unlocked by the last unlock");
+    // SAFETY: allocations of this device, freed once.
+    unsafe {
+        device.free(d as *mut c_void, AllocKind::Device).unwrap();
+        device.free(h as *mut c_void, AllocKind::Host).unwrap();
+    }
 }

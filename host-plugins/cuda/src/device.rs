@@ -17,7 +17,8 @@ use crate::driver::sys::{
 use core::ffi::c_void;
 use rustomp_plugin::diag::Settings;
 use rustomp_plugin::generic::{
-    Backend, DeviceInfo, GlobalSymbol, Initializers, KernelLaunch, KernelParameters,
+    Backend, DeviceInfo, Direction, GlobalSymbol, Initializers, KernelLaunch, KernelParameters,
+    StagedPiece,
 };
 use rustomp_plugin::geometry::{GridValues, NVPTX_GRID_VALUES};
 use rustomp_plugin::image::ImageKind;
@@ -86,7 +87,7 @@ impl DeviceProps {
 }
 
 /// A driver failure as a plugin error (see [`DriverError::error`]).
-fn failed(fallback: ErrorKind) -> impl Fn(DriverError) -> OffloadError {
+fn failed(fallback: ErrorKind) -> impl Fn(DriverError) -> OffloadError + Copy {
     move |e| e.error(fallback)
 }
 
@@ -159,17 +160,54 @@ impl CudaDevice {
         work: impl FnOnce(&Stream) -> std::result::Result<T, DriverError>,
     ) -> std::result::Result<T, DriverError> {
         self.context.make_current()?;
-        let pooled = locked(&self.streams).pop();
-        let stream = match pooled {
-            Some(s) => s,
-            None => Stream::new(&self.context)?,
-        };
+        let stream = self.pooled_stream()?;
         let result = work(&stream);
         let synchronized = stream.synchronize();
         locked(&self.streams).push(stream);
         let value = result?;
         synchronized?;
         Ok(value)
+    }
+
+    /// A stream from the pool (made if it is empty); the caller gives it back idle.
+    fn pooled_stream(&self) -> std::result::Result<Stream, DriverError> {
+        let pooled = locked(&self.streams).pop();
+        match pooled {
+            Some(s) => Ok(s),
+            None => Stream::new(&self.context),
+        }
+    }
+
+    /// Queues one piece's copy on `stream`.
+    ///
+    /// # Safety
+    /// As [`Backend::copy_pieces`] for the piece, until `stream` is synchronized.
+    unsafe fn queue_piece(
+        &self,
+        stream: &Stream,
+        direction: Direction,
+        piece: &StagedPiece,
+    ) -> std::result::Result<(), DriverError> {
+        let (api, s) = (self.api(), stream.handle());
+        // SAFETY: the caller's contract.
+        unsafe {
+            match direction {
+                Direction::ToDevice => r::memcpy_htod_async(
+                    api,
+                    piece.device,
+                    piece.pinned as *const c_void,
+                    piece.bytes,
+                    s,
+                ),
+                Direction::FromDevice => r::memcpy_dtoh_async(
+                    api,
+                    piece.pinned as *mut c_void,
+                    piece.device,
+                    piece.bytes,
+                    s,
+                ),
+            }
+        }
     }
 
     fn opt_in_dynamic_shared(&self, function: Function, bytes: u32) -> Result<()> {
@@ -415,6 +453,94 @@ impl Backend for CudaDevice {
     /// layer's pinned ring instead.
     fn stages_pageable_copies(&self) -> bool {
         true
+    }
+
+    /// Two streams take turns: piece `i` is queued on stream `i % 2` once piece `i - 2`, the
+    /// last on that stream, has finished, so the copy engine always has the next piece.
+    unsafe fn copy_pieces(
+        &self,
+        direction: Direction,
+        next: &mut dyn FnMut() -> Option<StagedPiece>,
+        finished: &mut dyn FnMut(StagedPiece),
+    ) -> Result<()> {
+        let fail = failed(ErrorKind::TransferFailed);
+        self.context.make_current().map_err(fail)?;
+        let streams = [
+            self.pooled_stream().map_err(fail)?,
+            self.pooled_stream().map_err(fail)?,
+        ];
+        let mut in_flight = std::collections::VecDeque::with_capacity(2);
+        let mut pipeline = || -> std::result::Result<(), DriverError> {
+            let mut queued = 0usize;
+            while let Some(piece) = next() {
+                if in_flight.len() == 2 {
+                    let (done, stream): (StagedPiece, usize) =
+                        in_flight.pop_front().expect("two in flight");
+                    streams[stream].synchronize()?;
+                    finished(done);
+                }
+                let stream = queued % 2;
+                // SAFETY: the caller's contract for the piece; its buffer is handed back only
+                // after the stream was synchronized (here, or below on every way out).
+                unsafe { self.queue_piece(&streams[stream], direction, &piece) }?;
+                in_flight.push_back((piece, stream));
+                queued += 1;
+            }
+            while let Some((done, stream)) = in_flight.pop_front() {
+                streams[stream].synchronize()?;
+                finished(done);
+            }
+            Ok(())
+        };
+        let result = pipeline();
+        // On an error, copies still queued must end before the caller reuses their buffers.
+        let drained: Vec<_> = streams.iter().map(Stream::synchronize).collect();
+        locked(&self.streams).extend(streams);
+        result.map_err(fail)?;
+        drained
+            .into_iter()
+            .collect::<std::result::Result<(), _>>()
+            .map_err(fail)
+    }
+
+    /// Asks the driver about both ends of the range: page-locked host memory (or managed
+    /// memory) of one allocation, which the driver copies at full speed itself.
+    fn host_memory_pinned(&self, host: u64, bytes: usize) -> bool {
+        if self.context.make_current().is_err() || bytes == 0 {
+            return false;
+        }
+        let kind = |address| r::pointer_kind(self.api(), address).ok().flatten();
+        match (kind(host), kind(host + bytes as u64 - 1)) {
+            (Some((first_type, first_id)), Some(last)) => {
+                first_type != 0 && first_id != 0 && last == (first_type, first_id)
+            }
+            _ => false,
+        }
+    }
+
+    unsafe fn lock_host(&self, host: u64, bytes: usize) -> Result<u64> {
+        let fail = failed(ErrorKind::InvalidArgument);
+        self.context.make_current().map_err(fail)?;
+        // SAFETY: the caller's contract (live memory, unlocked before it is freed).
+        let registered = unsafe { r::mem_host_register(self.api(), host as *mut c_void, bytes) }
+            .map_err(fail)?;
+        if !registered {
+            rustomp_plugin::diag::debug(
+                "cuda",
+                format_args!(
+                    "the driver has no cuMemHostRegister: {bytes} bytes at {host:#x} stay pageable"
+                ),
+            );
+        }
+        // Registered memory keeps its address on the device (unified addressing).
+        Ok(host)
+    }
+
+    unsafe fn unlock_host(&self, host: u64) -> Result<()> {
+        let fail = failed(ErrorKind::InvalidArgument);
+        self.context.make_current().map_err(fail)?;
+        // SAFETY: the caller's contract: locked by `lock_host`, unused now.
+        unsafe { r::mem_host_unregister(self.api(), host as *mut c_void) }.map_err(fail)
     }
 
     fn unified_memory(&self) -> std::result::Result<(), String> {

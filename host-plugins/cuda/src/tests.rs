@@ -36,6 +36,21 @@ pub const REAL_DRIVER: &[(&str, &str)] = &[
         "parameters_come_from_the_driver_or_the_image",
     ),
     (
+        "a copy queued on a stream (cuMemcpyHtoDAsync, cuMemcpyDtoHAsync) may run at any time \
+         until the stream is synchronized: its buffers must stay untouched until then (the \
+         CUDA programming guide); the fake runs queued copies only when their stream is \
+         synchronized, queried or launched on",
+        "staged_copies_keep_two_pieces_in_flight",
+    ),
+    (
+        "cuPointerGetAttributes answers CUDA_SUCCESS with memory type 0 and buffer id 0 for \
+         memory the driver does not know (pageable memory), and CU_MEMORYTYPE_HOST with one \
+         nonzero buffer id at every byte of a cuMemAllocHost or cuMemHostRegister range \
+         (documented in cuda.h; checked on hardware by `cargo xtask bench gpu`, row \
+         driver_pointer_claims)",
+        "memory_the_driver_has_pinned_is_copied_directly",
+    ),
+    (
         "cuFuncGetParamInfo may answer other errors (CUDA_ERROR_NOT_SUPPORTED, 801, on a \
          driver or device that does not offer it; drivers before 12.4 lack the entry point): \
          the launch must not fail on that, the image's records say the parameters",
@@ -124,6 +139,12 @@ struct Fake {
     host_call_pending: Option<u64>,
     /// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS` (HMM or ATS); the H200 VM had none.
     pageable_memory_access: bool,
+    /// Copies queued on a stream and not yet run: (stream, source, destination, bytes).
+    queued: Vec<(usize, u64, u64, usize)>,
+    /// The most copies queued at once.
+    most_queued: usize,
+    /// Ranges the user or the plugin registered (`cuMemHostRegister`): start -> bytes.
+    registered: HashMap<u64, usize>,
     /// Every name asked of `cuModuleGetGlobal` and `cuModuleGetFunction`, in order.
     global_lookups: Vec<String>,
     function_lookups: Vec<String>,
@@ -295,10 +316,34 @@ unsafe extern "C" fn stream_create(s: *mut CUstream, _flags: c_uint) -> CUresult
 unsafe extern "C" fn stream_destroy(_s: CUstream) -> CUresult {
     OK
 }
-unsafe extern "C" fn stream_query(_s: CUstream) -> CUresult {
+/// Runs the copies queued on `stream`, in order (what finishing its work means).
+fn run_queued(stream: CUstream) {
+    let copies: Vec<_> = with(|f| {
+        let (mine, others) = std::mem::take(&mut f.queued)
+            .into_iter()
+            .partition(|c| c.0 == stream as usize);
+        f.queued = others;
+        mine
+    });
+    for (_, src, dst, bytes) in copies {
+        // SAFETY: fake device memory is host memory; the plugin keeps both ranges valid until
+        // it synchronizes the stream, which is now.
+        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
+    }
+}
+/// Queues a copy on `stream` (run by `run_queued`).
+fn queue_copy(call: &'static str, stream: CUstream, src: u64, dst: u64, bytes: usize) {
+    with(|f| {
+        f.copies.push((call, src, dst, bytes));
+        f.queued.push((stream as usize, src, dst, bytes));
+        f.most_queued = f.most_queued.max(f.queued.len());
+    });
+}
+unsafe extern "C" fn stream_query(s: CUstream) -> CUresult {
     if let Some(code) = failing("cuStreamQuery") {
         return code;
     }
+    run_queued(s);
     // A kernel that calls the host is "running" until its request was served.
     let pending = with(|f| f.host_call_pending.take());
     match pending {
@@ -315,7 +360,8 @@ fn port_done(port: u64) -> bool {
         (*(port as *const rustomp_abi::HostCallPort)).state == rustomp_abi::host_call_state::DONE
     }
 }
-unsafe extern "C" fn stream_synchronize(_s: CUstream) -> CUresult {
+unsafe extern "C" fn stream_synchronize(s: CUstream) -> CUresult {
+    run_queued(s);
     failing("cuStreamSynchronize").unwrap_or(OK)
 }
 unsafe extern "C" fn mem_alloc(p: *mut CUdeviceptr, bytes: usize) -> CUresult {
@@ -375,34 +421,24 @@ unsafe extern "C" fn memcpy_htod(
     dst: CUdeviceptr,
     src: *const c_void,
     bytes: usize,
-    _s: CUstream,
+    s: CUstream,
 ) -> CUresult {
     if let Some(code) = failing("cuMemcpyHtoDAsync_v2") {
         return code;
     }
-    with(|f| {
-        f.copies
-            .push(("cuMemcpyHtoDAsync_v2", src as u64, dst, bytes))
-    });
-    // SAFETY: fake device memory is host memory; the plugin passes valid ranges.
-    unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
+    queue_copy("cuMemcpyHtoDAsync_v2", s, src as u64, dst, bytes);
     OK
 }
 unsafe extern "C" fn memcpy_dtoh(
     dst: *mut c_void,
     src: CUdeviceptr,
     bytes: usize,
-    _s: CUstream,
+    s: CUstream,
 ) -> CUresult {
     if let Some(code) = failing("cuMemcpyDtoHAsync_v2") {
         return code;
     }
-    with(|f| {
-        f.copies
-            .push(("cuMemcpyDtoHAsync_v2", src, dst as u64, bytes))
-    });
-    // SAFETY: as above.
-    unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
+    queue_copy("cuMemcpyDtoHAsync_v2", s, src, dst as u64, bytes);
     OK
 }
 unsafe extern "C" fn memcpy_dtod(
@@ -411,7 +447,7 @@ unsafe extern "C" fn memcpy_dtod(
     bytes: usize,
     _s: CUstream,
 ) -> CUresult {
-    // SAFETY: as above.
+    // SAFETY: fake device memory is host memory; the plugin passes valid ranges.
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
     OK
 }
@@ -581,13 +617,15 @@ unsafe extern "C" fn launch_kernel(
     by: c_uint,
     bz: c_uint,
     shared: c_uint,
-    _stream: CUstream,
+    stream: CUstream,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
     if let Some(code) = failing("cuLaunchKernel") {
         return code;
     }
+    // A stream runs its work in order: copies queued before the launch come first.
+    run_queued(stream);
     let Some(kernel) = kernel_of(function) else {
         return 400;
     };
@@ -690,6 +728,76 @@ unsafe extern "C" fn launch_kernel(
 
 /// The fake driver's table; `$param_queries` says whether it is new enough (CUDA 12.4+) to
 /// answer `cuFuncGetParamInfo` and `cuFuncGetParamCount`.
+/// `cuPointerGetAttributes` as cuda.h documents it: no error for an address the driver does
+/// not know, whose attributes read 0. The fake's buffer id is its allocation's start.
+unsafe extern "C" fn pointer_get_attributes(
+    count: c_uint,
+    attributes: *mut c_int,
+    data: *mut *mut c_void,
+    address: CUdeviceptr,
+) -> CUresult {
+    let holding = |ranges: &HashMap<u64, usize>| {
+        ranges
+            .iter()
+            .find(|(&start, &bytes)| address >= start && address < start + bytes as u64)
+            .map(|(&start, _)| start)
+    };
+    let (memory_type, id) = with(|f| {
+        if let Some(start) = holding(&f.host_allocs).or_else(|| holding(&f.registered)) {
+            (1u32, start) // CU_MEMORYTYPE_HOST
+        } else if let Some(start) = holding(&f.device_allocs).or_else(|| holding(&f.managed_allocs))
+        {
+            (2, start) // CU_MEMORYTYPE_DEVICE
+        } else {
+            (0, 0)
+        }
+    });
+    for i in 0..count as usize {
+        // SAFETY: the caller passes `count` attributes and as many out-pointers of the types
+        // cuda.h gives them.
+        unsafe {
+            match *attributes.add(i) {
+                2 => *(*data.add(i) as *mut c_uint) = memory_type,
+                7 => *(*data.add(i) as *mut u64) = id,
+                _ => return INVALID_VALUE,
+            }
+        }
+    }
+    OK
+}
+/// `cuMemHostRegister`: CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED (712) for a range that
+/// overlaps a registered one or pinned memory the driver allocated.
+unsafe extern "C" fn mem_host_register(
+    host: *mut c_void,
+    bytes: usize,
+    _flags: c_uint,
+) -> CUresult {
+    if let Some(code) = failing("cuMemHostRegister_v2") {
+        return code;
+    }
+    let (start, end) = (host as u64, host as u64 + bytes as u64);
+    with(|f| {
+        let overlaps = f
+            .registered
+            .iter()
+            .chain(f.host_allocs.iter())
+            .any(|(&s, &n)| s < end && start < s + n as u64);
+        if overlaps {
+            return 712;
+        }
+        f.registered.insert(start, bytes);
+        OK
+    })
+}
+/// `cuMemHostUnregister`: CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED (713) for anything but the
+/// start of a registered range.
+unsafe extern "C" fn mem_host_unregister(host: *mut c_void) -> CUresult {
+    with(|f| match f.registered.remove(&(host as u64)) {
+        Some(_) => OK,
+        None => 713,
+    })
+}
+
 macro_rules! fake_api {
     ($param_queries:expr) => {
         Api {
@@ -737,6 +845,9 @@ macro_rules! fake_api {
             } else {
                 None
             },
+            pointer_get_attributes: Some(pointer_get_attributes),
+            mem_host_register: Some(mem_host_register),
+            mem_host_unregister: Some(mem_host_unregister),
         }
     };
 }
@@ -1638,4 +1749,148 @@ fn large_pageable_copies_go_through_pinned_buffers() {
         device.free(pinned_host, AllocKind::Host).unwrap();
     }
     assert!(input == output);
+}
+
+#[test]
+fn staged_copies_keep_two_pieces_in_flight() {
+    let _serial = install((9, 0));
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
+    let device = plugin.open_device(0, 0, 1).unwrap();
+    let bytes = (40 << 20) + 4099;
+    let input: Vec<u8> = (0..bytes).map(|i| (i * 13 + i / 65536) as u8).collect();
+    let mut output = vec![0u8; bytes];
+    let d = device.alloc(bytes, AllocKind::Device).unwrap();
+    for direction in ["to the device", "from the device"] {
+        with(|f| f.most_queued = 0);
+        // SAFETY: host buffers and a device allocation of `bytes`.
+        unsafe {
+            if direction == "to the device" {
+                device.copy_to_device(d, input.as_ptr() as *const c_void, bytes)
+            } else {
+                device.copy_from_device(output.as_mut_ptr() as *mut c_void, d, bytes)
+            }
+        }
+        .unwrap();
+        let (most, left) = with(|f| (f.most_queued, f.queued.len()));
+        // Copies run only when their stream is synchronized (as a real one may): a buffer
+        // refilled before its copy finished would corrupt the data checked below.
+        assert_eq!(
+            (most, left),
+            (2, 0),
+            "staged copy {direction}: the most pieces queued at once, and what stayed queued"
+        );
+    }
+    assert!(input == output, "the data survives the round trip");
+    // SAFETY: allocated above.
+    unsafe { device.free(d, AllocKind::Device).unwrap() };
+}
+
+/// Copies of `bytes` at `host` to device memory `d`, as the fake saw them: (source, bytes).
+fn copies_to_device(
+    device: &dyn rustomp_plugin::Device,
+    d: *mut c_void,
+    host: *const u8,
+    bytes: usize,
+) -> Vec<(u64, usize)> {
+    with(|f| f.copies.clear());
+    // SAFETY: the callers pass live memory of `bytes` and a device allocation holding them.
+    unsafe { device.copy_to_device(d, host as *const c_void, bytes) }.unwrap();
+    with(|f| f.copies.iter().map(|c| (c.1, c.3)).collect())
+}
+
+#[test]
+fn memory_the_driver_has_pinned_is_copied_directly() {
+    let _serial = install((9, 0));
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
+    let device = plugin.open_device(0, 0, 1).unwrap();
+    let bytes = 4 << 20;
+    let d = device.alloc(bytes, AllocKind::Device).unwrap();
+    // The user pinned it behind the runtime's back (cuMemHostRegister, or cudaHostRegister
+    // in a mixed program): one direct copy.
+    let user = vec![7u8; bytes + 4096];
+    // SAFETY: the fake's entry point; the range is `user`'s, unregistered below.
+    let registered = unsafe { mem_host_register(user.as_ptr() as *mut c_void, bytes, 0) };
+    assert_eq!(registered, OK);
+    assert_eq!(
+        copies_to_device(&*device, d, user.as_ptr(), bytes),
+        [(user.as_ptr() as u64, bytes)]
+    );
+    // A range running past the registered part is staged.
+    let past = copies_to_device(&*device, d, user.as_ptr().wrapping_add(4096), bytes);
+    assert!(past.len() > 1, "staged in pieces: {past:?}");
+    // Memory the driver allocated pinned for someone else (cudaMallocHost): direct too.
+    let mut other: *mut c_void = std::ptr::null_mut();
+    // SAFETY: the fake's entry point writes one pointer.
+    assert_eq!(unsafe { mem_alloc_host(&mut other, bytes) }, OK);
+    assert_eq!(
+        copies_to_device(&*device, d, other as *const u8, bytes),
+        [(other as u64, bytes)]
+    );
+    // Pageable memory: the driver does not know it, staged.
+    let pageable = vec![1u8; bytes];
+    assert!(copies_to_device(&*device, d, pageable.as_ptr(), bytes).len() > 1);
+    // SAFETY: registered and allocated above.
+    unsafe {
+        assert_eq!(mem_host_unregister(user.as_ptr() as *mut c_void), OK);
+        assert_eq!(mem_free_host(other), OK);
+        device.free(d, AllocKind::Device).unwrap();
+    }
+}
+
+#[test]
+fn memory_locked_through_the_runtime_is_registered_once_and_copied_directly() {
+    let _serial = install((9, 0));
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
+    let device = plugin.open_device(0, 0, 1).unwrap();
+    let bytes = 3 << 20;
+    let d = device.alloc(bytes, AllocKind::Device).unwrap();
+    let user = vec![3u8; bytes];
+    let host = user.as_ptr() as *mut c_void;
+    let registered = || with(|f| f.registered.get(&(host as u64)).copied());
+    // SAFETY: `user` lives until the end and is unlocked before.
+    unsafe {
+        assert_eq!(device.lock_host(host, bytes).unwrap(), host);
+        assert_eq!(registered(), Some(bytes));
+        // A second lock of a part of it: counted, not registered again.
+        assert_eq!(
+            device.lock_host(host.byte_add(4096), 4096).unwrap(),
+            host.byte_add(4096)
+        );
+        assert_eq!(
+            copies_to_device(&*device, d, user.as_ptr(), bytes),
+            [(host as u64, bytes)]
+        );
+        // A range reaching out of the locked one is refused, with both ranges named.
+        let e = device
+            .lock_host(host.byte_add(bytes - 16), 4096)
+            .unwrap_err();
+        assert!(
+            e.message
+                .contains("they overlap the 3145728 bytes pinned at"),
+            "{}",
+            e.message
+        );
+        device.unlock_host(host.byte_add(4096)).unwrap();
+        assert_eq!(registered(), Some(bytes), "one lock is left");
+        device.unlock_host(host).unwrap();
+        assert_eq!(registered(), None, "the last unlock unregisters");
+        let e = device.unlock_host(host).unwrap_err();
+        assert!(
+            e.message.contains("no locked memory holds it"),
+            "{}",
+            e.message
+        );
+        // The driver's refusal is reported with its words.
+        with(|f| f.fail = Some(("cuMemHostRegister_v2", INVALID_VALUE)));
+        let e = device.lock_host(host, bytes).unwrap_err();
+        assert!(
+            e.message
+                .contains("cuMemHostRegister_v2 failed: CUDA_ERROR_INVALID_VALUE")
+                && e.message
+                    .contains("cannot lock 3145728 bytes of host memory"),
+            "{}",
+            e.message
+        );
+        device.free(d, AllocKind::Device).unwrap();
+    }
 }

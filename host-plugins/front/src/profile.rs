@@ -389,6 +389,14 @@ impl Device for Observed {
         });
         Ok(())
     }
+    unsafe fn lock_host(&self, host: *mut c_void, bytes: usize) -> Result<*mut c_void> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.lock_host(host, bytes) }
+    }
+    unsafe fn unlock_host(&self, host: *mut c_void) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.unlock_host(host) }
+    }
     unsafe fn copy_to_device(
         &self,
         device: *mut c_void,

@@ -249,6 +249,23 @@ pub trait Device: Send + Sync {
         src: *const c_void,
         bytes: usize,
     ) -> Result<()>;
+    /// Page-locks `bytes` of the user's memory at `host` for this device, so copies of it run
+    /// at pinned speed (`llvm_omp_target_lock_mem`; libomp calls it for `omp_alloc` with the
+    /// pinned trait). Returns the address the device reaches the memory at. Devices without
+    /// pinning (the CPU) answer `host`.
+    ///
+    /// # Safety
+    /// `host` is live memory of `bytes`, unlocked again before it is freed.
+    unsafe fn lock_host(&self, host: *mut c_void, _bytes: usize) -> Result<*mut c_void> {
+        Ok(host)
+    }
+    /// Undoes one `lock_host` of the range holding `host`.
+    ///
+    /// # Safety
+    /// No copy or kernel uses the range any more if this was its last lock.
+    unsafe fn unlock_host(&self, _host: *mut c_void) -> Result<()> {
+        Ok(())
+    }
     /// Loads an image and returns a handle to look up its symbols.
     fn load_image(&self, image: &ImageInfo<'_>) -> Result<Box<dyn LoadedImage>>;
     /// Waits until everything queued on this device finished.

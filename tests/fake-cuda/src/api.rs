@@ -227,6 +227,60 @@ pub unsafe extern "C" fn cuMemFreeHost(address: *mut c_void) -> CUresult {
     SUCCESS
 }
 
+/// CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED for a range overlapping a registered one.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemHostRegister_v2(
+    host: *mut c_void,
+    bytes: usize,
+    _flags: c_uint,
+) -> CUresult {
+    let (start, end) = (host as u64, host as u64 + bytes as u64);
+    with(|s| {
+        let before = s.registered.range(..end).next_back();
+        if before.is_some_and(|(&at, &n)| at + n as u64 > start) {
+            return 712;
+        }
+        s.registered.insert(start, bytes);
+        SUCCESS
+    })
+}
+
+/// CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED for anything but a registered range's start.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemHostUnregister(host: *mut c_void) -> CUresult {
+    with(|s| match s.registered.remove(&(host as u64)) {
+        Some(_) => SUCCESS,
+        None => 713,
+    })
+}
+
+/// As cuda.h documents: no error for an address the driver does not know, whose attributes
+/// read 0 (only registered ranges are known here; the buffer id is the range's start).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuPointerGetAttributes(
+    count: c_uint,
+    attributes: *mut c_int,
+    data: *mut *mut c_void,
+    address: u64,
+) -> CUresult {
+    let start = with(|s| {
+        let (&at, &n) = s.registered.range(..=address).next_back()?;
+        (address < at + n as u64).then_some(at)
+    });
+    for i in 0..count as usize {
+        // SAFETY: the caller passes `count` attributes and as many out-pointers of the types
+        // cuda.h gives them.
+        unsafe {
+            match *attributes.add(i) {
+                2 => *(*data.add(i) as *mut c_uint) = c_uint::from(start.is_some()),
+                7 => *(*data.add(i) as *mut u64) = start.unwrap_or(0),
+                _ => return INVALID_VALUE,
+            }
+        }
+    }
+    SUCCESS
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemAllocManaged(
     address: *mut u64,

@@ -11,6 +11,8 @@
 //! - `cuModuleGetGlobal` on a function's name answers CUDA_ERROR_INVALID_VALUE, on a name the
 //!   module lacks CUDA_ERROR_NOT_FOUND; `cuModuleGetFunction` finds kernels only;
 //! - `cuFuncGetParamCount` / `cuFuncGetParamInfo` report the parameters `.nv.info` states;
+//! - `cuPointerGetAttributes` reads 0 for memory it does not know (pageable memory) and
+//!   `CU_MEMORYTYPE_HOST` with the range's buffer id inside a `cuMemHostRegister` range;
 //! - `cuLaunchKernel` reads `kernelParams` as far as the kernel declares (too short an array
 //!   is read past its end, as the real driver does) and refuses a parameter buffer whose size is
 //!   not the kernel's.
@@ -68,6 +70,8 @@ struct State {
     modules: HashMap<usize, Module>,
     functions: HashMap<usize, Function>,
     next_handle: usize,
+    /// Ranges registered with `cuMemHostRegister`: start -> bytes.
+    registered: std::collections::BTreeMap<u64, usize>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);

@@ -231,6 +231,33 @@ pub unsafe fn amd_memory_unlock(api: &Api, host: *mut c_void) -> HsaResult<()> {
     })
 }
 
+/// What the runtime knows of `address` (type UNKNOWN for memory it does not know).
+pub fn amd_pointer_info(api: &Api, address: u64) -> HsaResult<PointerInfo> {
+    let mut info = PointerInfo {
+        size: size_of::<PointerInfo>() as u32,
+        kind: pointer_type::UNKNOWN,
+        agent_base_address: std::ptr::null_mut(),
+        host_base_address: std::ptr::null_mut(),
+        size_in_bytes: 0,
+        user_data: std::ptr::null_mut(),
+        agent_owner: Agent::default(),
+        global_flags: 0,
+        registered: false,
+    };
+    // SAFETY: the runtime only looks the address up; it writes at most `info.size` bytes of
+    // `info`, a live local; no allocator and no accessible-agent list are asked for.
+    check(api, "hsa_amd_pointer_info", unsafe {
+        (api.amd_pointer_info)(
+            address as *const c_void,
+            &mut info,
+            None,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    })?;
+    Ok(info)
+}
+
 /// A signal holding `initial`, with no consumer list (any agent may wait on it).
 pub fn signal_create(api: &Api, initial: SignalValue) -> HsaResult<Signal> {
     let mut signal = Signal::default();

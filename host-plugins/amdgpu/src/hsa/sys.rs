@@ -141,6 +141,43 @@ const_assert_eq!(offset_of!(Queue, base_address), 8);
 const_assert_eq!(offset_of!(Queue, doorbell_signal), 16);
 const_assert_eq!(offset_of!(Queue, size), 24);
 
+/// `hsa_amd_pointer_info_t` (`hsa_ext_amd.h`): what the runtime knows of an address. The
+/// caller sets `size`; the runtime fills the members that fit in it (and lowers `size` if it
+/// knows fewer).
+#[repr(C)]
+#[derive(Debug)]
+pub struct PointerInfo {
+    pub size: u32,
+    /// An `hsa_amd_pointer_type_t` ([`pointer_type`]).
+    pub kind: u32,
+    /// Where agents reach the allocation, and where the host does.
+    pub agent_base_address: *mut c_void,
+    pub host_base_address: *mut c_void,
+    pub size_in_bytes: usize,
+    pub user_data: *mut c_void,
+    pub agent_owner: Agent,
+    pub global_flags: u32,
+    pub registered: bool,
+}
+
+const_assert_eq!(size_of::<PointerInfo>(), 56);
+const_assert_eq!(offset_of!(PointerInfo, kind), 4);
+const_assert_eq!(offset_of!(PointerInfo, agent_base_address), 8);
+const_assert_eq!(offset_of!(PointerInfo, host_base_address), 16);
+const_assert_eq!(offset_of!(PointerInfo, size_in_bytes), 24);
+const_assert_eq!(offset_of!(PointerInfo, agent_owner), 40);
+const_assert_eq!(offset_of!(PointerInfo, registered), 52);
+
+/// `hsa_amd_pointer_type_t` values.
+pub mod pointer_type {
+    /// Memory the runtime does not know (pageable host memory).
+    pub const UNKNOWN: u32 = 0;
+    /// Allocated from one of the runtime's pools.
+    pub const HSA: u32 = 1;
+    /// Host memory locked for agents (`hsa_amd_memory_lock`).
+    pub const LOCKED: u32 = 2;
+}
+
 /// `hsa_kernel_dispatch_packet_t`: one 64-byte AQL packet launching a kernel. The header is
 /// written last (atomically, with release ordering) to hand the packet to the GPU.
 #[repr(C)]
@@ -505,6 +542,10 @@ hsa_api! {
     amd_memory_lock = "hsa_amd_memory_lock":
         fn(*mut c_void, usize, *mut Agent, c_int, *mut *mut c_void) -> Status;
     amd_memory_unlock = "hsa_amd_memory_unlock": fn(*mut c_void) -> Status;
+    amd_pointer_info = "hsa_amd_pointer_info": fn(
+        *const c_void, *mut PointerInfo, Option<unsafe extern "C" fn(usize) -> *mut c_void>,
+        *mut u32, *mut *mut Agent,
+    ) -> Status;
     signal_create = "hsa_signal_create":
         fn(SignalValue, u32, *const Agent, *mut Signal) -> Status;
     signal_destroy = "hsa_signal_destroy": fn(Signal) -> Status;

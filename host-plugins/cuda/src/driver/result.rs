@@ -237,6 +237,61 @@ pub unsafe fn mem_free_host(api: &Api, ptr: *mut c_void) -> Result<(), DriverErr
     check(api, "cuMemFreeHost", unsafe { (api.mem_free_host)(ptr) })
 }
 
+/// What the driver knows of the memory at `address`: its `CUmemorytype` (0: none, pageable
+/// memory) and its allocation's unique id (0: none). `Ok(None)` on a driver without the call.
+pub fn pointer_kind(api: &Api, address: u64) -> Result<Option<(c_uint, u64)>, DriverError> {
+    let Some(get) = api.pointer_get_attributes else {
+        return Ok(None);
+    };
+    let (mut memory_type, mut buffer_id): (c_uint, u64) = (0, 0);
+    let mut attributes = [pointer_attribute::MEMORY_TYPE, pointer_attribute::BUFFER_ID];
+    let mut data = [
+        &mut memory_type as *mut c_uint as *mut c_void,
+        &mut buffer_id as *mut u64 as *mut c_void,
+    ];
+    // SAFETY: two attributes, each with a live out-value of the type cuda.h gives it (an
+    // unsigned int for the memory type, an unsigned long long for the buffer id); the driver
+    // only reads its records for the address, which need not be valid memory.
+    check(api, "cuPointerGetAttributes", unsafe {
+        get(
+            attributes.len() as c_uint,
+            attributes.as_mut_ptr(),
+            data.as_mut_ptr(),
+            address,
+        )
+    })?;
+    Ok(Some((memory_type, buffer_id)))
+}
+
+/// Page-locks `bytes` at `host` for every context. `Ok(false)` on a driver without the call.
+///
+/// # Safety
+/// `host` is the caller's live memory of `bytes`, unregistered before it is freed.
+pub unsafe fn mem_host_register(
+    api: &Api,
+    host: *mut c_void,
+    bytes: usize,
+) -> Result<bool, DriverError> {
+    let Some(register) = api.mem_host_register else {
+        return Ok(false);
+    };
+    // SAFETY: guaranteed by the caller.
+    check(api, "cuMemHostRegister_v2", unsafe {
+        register(host, bytes, CU_MEMHOSTREGISTER_PORTABLE)
+    })?;
+    Ok(true)
+}
+
+/// # Safety
+/// `host` was registered by [`mem_host_register`] and no copy or kernel uses it.
+pub unsafe fn mem_host_unregister(api: &Api, host: *mut c_void) -> Result<(), DriverError> {
+    let Some(unregister) = api.mem_host_unregister else {
+        return Ok(());
+    };
+    // SAFETY: guaranteed by the caller.
+    check(api, "cuMemHostUnregister", unsafe { unregister(host) })
+}
+
 /// Unified (managed) memory, accessible from host and device.
 pub fn mem_alloc_managed(api: &Api, bytes: usize) -> Result<CUdeviceptr, DriverError> {
     let mut ptr: CUdeviceptr = 0;

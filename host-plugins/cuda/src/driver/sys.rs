@@ -72,6 +72,17 @@ pub const CU_CTX_SCHED_BLOCKING_SYNC: c_uint = 0x04;
 pub const CU_CTX_SCHED_MASK: c_uint = 0x07;
 /// `CU_STREAM_NON_BLOCKING`: no implicit synchronization with the legacy default stream.
 pub const CU_STREAM_NON_BLOCKING: c_uint = 0x1;
+/// `CUpointer_attribute` values: what kind of memory an address is (a `CUmemorytype`, 0 for
+/// memory the driver does not know) and the allocation's process-wide unique id.
+pub mod pointer_attribute {
+    use core::ffi::c_int;
+    pub const MEMORY_TYPE: c_int = 2;
+    pub const BUFFER_ID: c_int = 7;
+}
+/// `CU_MEMORYTYPE_HOST`: page-locked host memory (`cuMemAllocHost`, `cuMemHostRegister`).
+pub const CU_MEMORYTYPE_HOST: c_uint = 0x01;
+/// `CU_MEMHOSTREGISTER_PORTABLE`: the range is pinned for every context, not only the current.
+pub const CU_MEMHOSTREGISTER_PORTABLE: c_uint = 0x01;
 /// `CU_MEM_ATTACH_GLOBAL`: managed memory accessible from any stream on any device.
 pub const CU_MEM_ATTACH_GLOBAL: c_uint = 0x1;
 
@@ -185,6 +196,12 @@ driver_api! {
         func_get_param_info = "cuFuncGetParamInfo": fn(CUfunction, usize, *mut usize, *mut usize);
         /// CUDA 12.9 / 13.0: how many parameters the function takes.
         func_get_param_count = "cuFuncGetParamCount": fn(CUfunction, *mut usize);
+        /// Attributes of any address; unlike `cuPointerGetAttribute`, an address the driver
+        /// does not know is no error: its attributes read 0.
+        pointer_get_attributes = "cuPointerGetAttributes": fn(c_uint, *mut c_int, *mut *mut c_void, CUdeviceptr);
+        /// Page-locks (and maps) a range of the user's memory, and undoes that.
+        mem_host_register = "cuMemHostRegister_v2": fn(*mut c_void, usize, c_uint);
+        mem_host_unregister = "cuMemHostUnregister": fn(*mut c_void);
     }
 }
 

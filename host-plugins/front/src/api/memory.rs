@@ -84,15 +84,48 @@ free_exports! {
     llvm_omp_target_free_shared => AllocKind::Shared;
 }
 
-exports! {
-    /// Host memory is already accessible to every device this runtime drives (page-locking is a
-    /// GPU-plugin optimization): the pointer itself is the locked address.
-    pub extern "C" fn llvm_omp_target_lock_mem(ptr: *mut c_void, _size: usize, _device_num: i32) -> *mut c_void {
-        on_panic: std::ptr::null_mut();
-        ptr
+/// `llvm_omp_target_lock_mem`: page-locks the user's memory for a GPU (libomp asks for the
+/// default device's when `omp_alloc` uses the pinned trait), so its copies skip the staging
+/// ring. As LLVM: null when the device cannot lock it (the reason goes to the debug output);
+/// on the host, or a device without pinning, the memory itself.
+fn lock(ptr: *mut c_void, size: usize, device_num: i32) -> *mut c_void {
+    if ptr.is_null() || device_num == initial_device() {
+        return ptr;
     }
-    pub extern "C" fn llvm_omp_target_unlock_mem(_ptr: *mut c_void, _device_num: i32) {
+    let Some(d) = moving_device(device_num, "llvm_omp_target_lock_mem") else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: the caller gives live memory of `size`, unlocked before it is freed (libomp's
+    // allocator does both around the allocation's life).
+    match unsafe { d.backend.lock_host(ptr, size) } {
+        Ok(address) => address,
+        Err(e) => {
+            diag::debug!("llvm_omp_target_lock_mem: {e}");
+            std::ptr::null_mut()
+        }
+    }
+}
+
+fn unlock(ptr: *mut c_void, device_num: i32) {
+    if ptr.is_null() || device_num == initial_device() {
+        return;
+    }
+    if let Some(d) = moving_device(device_num, "llvm_omp_target_unlock_mem") {
+        // SAFETY: the caller unlocks memory it no longer copies or uses on the device.
+        if let Err(e) = unsafe { d.backend.unlock_host(ptr) } {
+            diag::debug!("llvm_omp_target_unlock_mem: {e}");
+        }
+    }
+}
+
+exports! {
+    pub extern "C" fn llvm_omp_target_lock_mem(ptr: *mut c_void, size: usize, device_num: i32) -> *mut c_void {
+        on_panic: std::ptr::null_mut();
+        lock(ptr, size, device_num)
+    }
+    pub extern "C" fn llvm_omp_target_unlock_mem(ptr: *mut c_void, device_num: i32) {
         on_panic: ();
+        unlock(ptr, device_num)
     }
     /// Only meaningful in device code; on the host there is no dynamic shared memory.
     pub extern "C" fn llvm_omp_target_dynamic_shared_alloc() -> *mut c_void {

@@ -67,6 +67,25 @@ pub struct KernelLaunch<'a> {
     pub args: &'a [u64],
 }
 
+/// Which way a copy between host and device memory goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    ToDevice,
+    FromDevice,
+}
+
+/// One piece of a staged copy ([`Backend::copy_pieces`]): `bytes` between the pinned host
+/// buffer `pinned` and device memory at `device`. `buffer` and `chunk` are the generic layer's
+/// own bookkeeping (which ring buffer, which chunk of the copy), handed back unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StagedPiece {
+    pub device: u64,
+    pub pinned: u64,
+    pub bytes: usize,
+    pub buffer: usize,
+    pub chunk: usize,
+}
+
 /// The plugin side of a backend: its driver and the devices it finds.
 pub trait Driver: Send + Sync + 'static {
     type Device: Backend;
@@ -167,6 +186,60 @@ pub trait Backend: Send + Sync + 'static {
     /// and that does not stage itself.
     fn stages_pageable_copies(&self) -> bool {
         false
+    }
+    /// Copies the pieces `next` yields (until it yields `None`), all in `direction`, and calls
+    /// `finished` with each once its copy has completed, in the order they came. A driver with
+    /// asynchronous copies keeps two in flight, so its copy engine starts the next piece while
+    /// the host waits for the one before; the default copies each synchronously. When this
+    /// returns, also with an error, no copy of a piece is running any more.
+    ///
+    /// # Safety
+    /// Each piece's pinned buffer holds `bytes` (readable to the device, or writable from it)
+    /// and its device range lies in this device's memory; the caller leaves the buffer alone
+    /// from `next` yielding it until `finished` hands it back (or this returns).
+    unsafe fn copy_pieces(
+        &self,
+        direction: Direction,
+        next: &mut dyn FnMut() -> Option<StagedPiece>,
+        finished: &mut dyn FnMut(StagedPiece),
+    ) -> Result<()> {
+        while let Some(piece) = next() {
+            // SAFETY: the caller's contract for each piece.
+            unsafe {
+                match direction {
+                    Direction::ToDevice => {
+                        self.copy_to_device(piece.device, piece.pinned as *const u8, piece.bytes)
+                    }
+                    Direction::FromDevice => {
+                        self.copy_from_device(piece.pinned as *mut u8, piece.device, piece.bytes)
+                    }
+                }
+            }?;
+            finished(piece);
+        }
+        Ok(())
+    }
+    /// Whether the driver already has `bytes` at `host` pinned (the user's `cudaMallocHost`,
+    /// `cuMemHostRegister`, memory another library locked): such a copy goes straight to the
+    /// driver, unstaged. The default does not know.
+    fn host_memory_pinned(&self, _host: u64, _bytes: usize) -> bool {
+        false
+    }
+    /// Page-locks `bytes` of the user's memory at `host` for this device (LLVM's
+    /// `llvm_omp_target_lock_mem`, which libomp calls for `omp_alloc` with the pinned trait).
+    /// Returns the address the device reaches it at. The default has nothing to lock.
+    ///
+    /// # Safety
+    /// `host` is the caller's live memory of `bytes`, unlocked (`unlock_host`) before it is freed.
+    unsafe fn lock_host(&self, host: u64, _bytes: usize) -> Result<u64> {
+        Ok(host)
+    }
+    /// Undoes `lock_host` of `host`.
+    ///
+    /// # Safety
+    /// `host` was locked by `lock_host` of this device and no copy or kernel uses it.
+    unsafe fn unlock_host(&self, _host: u64) -> Result<()> {
+        Ok(())
     }
     /// Whether kernels can use any host address (see `Device::unified_memory`), or why not.
     fn unified_memory(&self) -> std::result::Result<(), String> {

@@ -3,7 +3,8 @@
 //! image gets, and the memory the generic layer owns ([`Allocation`]).
 
 use super::shared::DeviceCore;
-use super::staging::{Direction, Staging};
+use super::staging::Staging;
+use super::Direction;
 use super::{Backend, GenericImage};
 use crate::diag::Settings;
 use crate::geometry::DeviceGrid;
@@ -79,14 +80,24 @@ impl<B: Backend> GenericDevice<B> {
         if bytes == 0 {
             return Ok(());
         }
-        if self.core.backend.stages_pageable_copies() && self.staging.wanted(host, bytes) {
+        let backend = &self.core.backend;
+        if backend.stages_pageable_copies()
+            && self.staging.wanted(host, bytes)
+            && !backend.host_memory_pinned(host, bytes)
+        {
+            crate::diag::debug(
+                self.core.plugin,
+                format_args!(
+                    "{}: staging {bytes} bytes of pageable host memory at {host:#x} ({direction:?})",
+                    self.core.label
+                ),
+            );
             // SAFETY: the caller's contract, which the staged copy asks for too.
             return unsafe {
                 self.staging
                     .copy(&self.core, direction, host, device, bytes)
             };
         }
-        let backend = &self.core.backend;
         // SAFETY: the caller's contract.
         unsafe {
             match direction {
@@ -120,6 +131,37 @@ impl<B: Backend> Device for GenericDevice<B> {
             self.staging.pinned_allocated(address, bytes.max(1));
         }
         Ok(address as *mut c_void)
+    }
+
+    unsafe fn lock_host(&self, host: *mut c_void, bytes: usize) -> Result<*mut c_void> {
+        let backend = &self.core.backend;
+        let lock = || {
+            // SAFETY: the caller's contract.
+            unsafe { backend.lock_host(host as u64, bytes) }
+        };
+        self.staging
+            .lock(host as u64, bytes, lock)
+            .map(|address| address as *mut c_void)
+            .map_err(|e| {
+                e.context(format_args!(
+                    "{}: cannot lock {bytes} bytes of host memory at {host:p}",
+                    self.core.label
+                ))
+            })
+    }
+
+    unsafe fn unlock_host(&self, host: *mut c_void) -> Result<()> {
+        let backend = &self.core.backend;
+        let unlock = |start| {
+            // SAFETY: `start` was locked by `lock_host`; the caller's contract says it is unused.
+            unsafe { backend.unlock_host(start) }
+        };
+        self.staging.unlock(host as u64, unlock).map_err(|e| {
+            e.context(format_args!(
+                "{}: cannot unlock host memory at {host:p}",
+                self.core.label
+            ))
+        })
     }
 
     unsafe fn free(&self, ptr: *mut c_void, kind: AllocKind) -> Result<()> {

@@ -32,7 +32,8 @@ mod shared;
 mod staging;
 
 pub use backend::{
-    Backend, DeviceInfo, Driver, GlobalSymbol, Initializers, KernelLaunch, KernelParameters,
+    Backend, DeviceInfo, Direction, Driver, GlobalSymbol, Initializers, KernelLaunch,
+    KernelParameters, StagedPiece,
 };
 pub use device::GenericDevice;
 pub use image::GenericImage;

@@ -6,24 +6,27 @@
 //! buffer). For a large copy the generic layer does the staging itself, as a pipeline:
 //!
 //! - host to device: `FILLERS` host threads copy successive chunks of the user's buffer into a
-//!   ring of pinned buffers while the calling thread hands each filled buffer to the backend's
-//!   (synchronous, pinned-speed) copy, and gives it back to the fillers when that returned;
-//! - device to host: the calling thread copies each chunk from the device into a free pinned
-//!   buffer while `FILLERS` threads copy the filled ones out into the user's buffer.
+//!   ring of pinned buffers while the calling thread hands the filled buffers to the backend
+//!   ([`Backend::copy_pieces`], which keeps two copies in flight), and gives each back to the
+//!   fillers once its copy has finished;
+//! - device to host: the calling thread has the backend copy chunks from the device into free
+//!   pinned buffers (two in flight) while `FILLERS` threads copy the finished ones out into the
+//!   user's buffer.
 //!
-//! So the host-side copies (several threads) overlap the DMA, and the DMA always reads or
-//! writes pinned memory. Copies below [`THRESHOLD`] and copies of memory that is pinned
-//! already (what the device allocated as host memory) take the direct path. The buffers are
-//! made at the first large copy and kept for the device's life; concurrent large copies each
-//! take their own set.
+//! So the host-side copies (several threads) overlap the DMA, the copy engine always has the
+//! next chunk queued, and the DMA always reads or writes pinned memory. Copies below
+//! [`THRESHOLD`], copies of memory that is pinned already (what the device allocated as host
+//! memory, what the user locked through `llvm_omp_target_lock_mem`, or what the driver says is
+//! pinned) take the direct path. The buffers are made at the first large copy and kept for
+//! the device's life; concurrent large copies each take their own set.
 
 use super::shared::{Allocation, DeviceCore};
-use super::Backend;
-use crate::{AllocKind, Result};
+use super::{locked, Backend, Direction, StagedPiece};
+use crate::{AllocKind, ErrorKind, OffloadError, Result};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// Copies of at least this many bytes of pageable memory are staged.
 pub const THRESHOLD: usize = 1 << 20;
@@ -39,23 +42,22 @@ fn fillers() -> usize {
         .clamp(1, 4)
 }
 
-/// Which way a staged copy goes.
+/// Why a range of host memory is pinned for the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    ToDevice,
-    FromDevice,
+enum Pinned {
+    /// The device allocated it as host memory (`AllocKind::Host`).
+    Allocated,
+    /// The user locked it (`lock_host`) this many times more than unlocked it; the device
+    /// reaches its start at `device`.
+    Locked { count: u32, device: u64 },
 }
 
 /// A device's pinned buffers and its record of host memory that is pinned already.
 pub struct Staging<B: Backend> {
     /// Free buffers; a staged copy takes a ring of them and gives it back.
     free: Mutex<Vec<Allocation<B>>>,
-    /// Host memory this device allocated pinned (`AllocKind::Host`): start -> length.
-    pinned: Mutex<BTreeMap<u64, usize>>,
-}
-
-fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
+    /// Host memory pinned for this device: start -> (length, why).
+    pinned: Mutex<BTreeMap<u64, (usize, Pinned)>>,
 }
 
 impl<B: Backend> Default for Staging<B> {
@@ -70,24 +72,72 @@ impl<B: Backend> Default for Staging<B> {
 impl<B: Backend> Staging<B> {
     /// Records host memory the device allocated pinned.
     pub fn pinned_allocated(&self, address: u64, bytes: usize) {
-        locked(&self.pinned).insert(address, bytes);
+        locked(&self.pinned).insert(address, (bytes, Pinned::Allocated));
     }
 
     pub fn pinned_freed(&self, address: u64) {
         locked(&self.pinned).remove(&address);
     }
 
-    /// Whether a copy of `bytes` at `host` goes through the pinned ring.
+    /// Whether a copy of `bytes` at `host` goes through the pinned ring: a large one of memory
+    /// this device has no record of as pinned (the caller asks the driver too).
     pub fn wanted(&self, host: u64, bytes: usize) -> bool {
-        if bytes < THRESHOLD {
-            return false;
+        bytes >= THRESHOLD && containing(&locked(&self.pinned), host, bytes).is_none()
+    }
+
+    /// Locks `bytes` at `host` for the device (`lock` does the driver's part) unless they are
+    /// pinned already: a range inside a locked one counts as one more lock of it, a range
+    /// inside host memory the device allocated needs none. Returns the device's address.
+    pub fn lock(&self, host: u64, bytes: usize, lock: impl FnOnce() -> Result<u64>) -> Result<u64> {
+        let mut pinned = locked(&self.pinned);
+        if let Some(start) = containing(&pinned, host, bytes) {
+            return Ok(match pinned.get_mut(&start) {
+                Some((_, Pinned::Locked { count, device })) => {
+                    *count += 1;
+                    *device + (host - start)
+                }
+                _ => host,
+            });
         }
-        let pinned = locked(&self.pinned);
-        let inside = pinned
-            .range(..=host)
+        let end = host + bytes.max(1) as u64;
+        let overlapped = pinned
+            .range(..end)
             .next_back()
-            .is_some_and(|(&start, &length)| host + bytes as u64 <= start + length as u64);
-        !inside
+            .filter(|(&start, &(length, _))| start + length as u64 > host);
+        if let Some((&start, &(length, _))) = overlapped {
+            return Err(OffloadError::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "cannot lock {bytes} bytes at {host:#x}: they overlap the {length} bytes \
+                     pinned at {start:#x} without lying inside them"
+                ),
+            ));
+        }
+        let device = lock()?;
+        pinned.insert(host, (bytes.max(1), Pinned::Locked { count: 1, device }));
+        Ok(device)
+    }
+
+    /// Undoes one `lock` of the locked range holding `host`; `unlock` does the driver's part
+    /// (given the range's start) when the last lock goes.
+    pub fn unlock(&self, host: u64, unlock: impl FnOnce(u64) -> Result<()>) -> Result<()> {
+        let mut pinned = locked(&self.pinned);
+        let Some(start) = containing(&pinned, host, 1) else {
+            return Err(OffloadError::new(
+                ErrorKind::InvalidArgument,
+                format!("cannot unlock {host:#x}: no locked memory holds it"),
+            ));
+        };
+        match pinned.get_mut(&start) {
+            Some((_, Pinned::Locked { count, .. })) if *count > 1 => *count -= 1,
+            Some((_, Pinned::Locked { .. })) => {
+                unlock(start)?;
+                pinned.remove(&start);
+            }
+            // Host memory the device allocated: pinned without a lock.
+            _ => {}
+        }
+        Ok(())
     }
 
     /// A ring of `count` pinned buffers, made if the pool has too few.
@@ -130,7 +180,8 @@ impl<B: Backend> Staging<B> {
             .clamp(MIN_CHUNK, BUFFER_BYTES);
         let chunks = bytes.div_ceil(chunk);
         let fillers = fillers().min(chunks);
-        let ring = self.take(core, fillers + 2)?;
+        // Each filler holds one, two are being copied, one waits between them.
+        let ring = self.take(core, fillers + 3)?;
         let pinned: Vec<u64> = ring.iter().map(|b| b.address).collect();
         let span = |c: usize| (c * chunk, chunk.min(bytes - c * chunk));
         let result = match direction {
@@ -207,22 +258,38 @@ impl<B: Backend> Staging<B> {
             }
             drop(filled_tx);
             // Returning (also early, on an error) drops `free_tx`: the fillers stop.
-            for _ in 0..chunks {
-                let Ok((buffer, c)) = filled_rx.recv() else {
-                    break;
-                };
-                let (offset, length) = span(c);
-                // SAFETY: the buffer is pinned memory holding the chunk; the range lies inside
-                // the caller's device memory.
-                unsafe {
-                    core.backend.copy_to_device(
-                        device + offset as u64,
-                        pinned[buffer] as *const u8,
-                        length,
-                    )
-                }?;
-                // A filler that found no chunk left no longer receives: nothing to give back to.
-                let _ = free_tx.send(buffer);
+            let mut handed = 0;
+            let mut next = || {
+                if handed == chunks {
+                    return None;
+                }
+                let (buffer, chunk) = filled_rx.recv().ok()?;
+                handed += 1;
+                let (offset, bytes) = span(chunk);
+                Some(StagedPiece {
+                    device: device + offset as u64,
+                    pinned: pinned[buffer],
+                    bytes,
+                    buffer,
+                    chunk,
+                })
+            };
+            // A filler that found no chunk left no longer receives: nothing to give back to.
+            let mut finished = |piece: StagedPiece| {
+                let _ = free_tx.send(piece.buffer);
+            };
+            // SAFETY: each piece's buffer is pinned memory holding the chunk, left alone until
+            // `finished` gives it back to the fillers; the range lies inside the caller's
+            // device memory.
+            unsafe {
+                core.backend
+                    .copy_pieces(Direction::ToDevice, &mut next, &mut finished)
+            }?;
+            if handed < chunks {
+                return Err(OffloadError::new(
+                    ErrorKind::TransferFailed,
+                    format!("the staging threads stopped after {handed} of {chunks} chunks"),
+                ));
             }
             Ok(())
         })
@@ -275,25 +342,42 @@ impl<B: Backend> Staging<B> {
             }
             drop(free_tx);
             // Returning (also early, on an error) drops `filled_tx`: the drainers copy out
-            // what was filled, then stop.
-            for c in 0..chunks {
+            // what was finished, then stop.
+            let mut chunk = 0;
+            let mut next = || {
+                if chunk == chunks {
+                    return None;
+                }
                 let buffer = free_rx.recv().expect("the drainers give every buffer back");
-                let (offset, length) = span(c);
-                // SAFETY: as in `pipeline_to_device`, the other way.
-                unsafe {
-                    core.backend.copy_from_device(
-                        pinned[buffer] as *mut u8,
-                        device + offset as u64,
-                        length,
-                    )
-                }?;
+                let (offset, bytes) = span(chunk);
+                chunk += 1;
+                Some(StagedPiece {
+                    device: device + offset as u64,
+                    pinned: pinned[buffer],
+                    bytes,
+                    buffer,
+                    chunk: chunk - 1,
+                })
+            };
+            let mut finished = |piece: StagedPiece| {
                 filled_tx
-                    .send((buffer, c))
-                    .expect("the drainers receive until it closes");
+                    .send((piece.buffer, piece.chunk))
+                    .expect("the drainers receive until it closes")
+            };
+            // SAFETY: as in `pipeline_to_device`, the other way: a buffer goes to the drainers
+            // only once the copy into it has finished.
+            unsafe {
+                core.backend
+                    .copy_pieces(Direction::FromDevice, &mut next, &mut finished)
             }
-            Ok(())
         })
     }
+}
+
+/// The start of the pinned range holding all of `bytes` at `host`, if one does.
+fn containing(pinned: &BTreeMap<u64, (usize, Pinned)>, host: u64, bytes: usize) -> Option<u64> {
+    let (&start, &(length, _)) = pinned.range(..=host).next_back()?;
+    (host + bytes as u64 <= start + length as u64).then_some(start)
 }
 
 /// The next value of a channel several threads share; `None` once it is closed.
