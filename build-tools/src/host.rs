@@ -1,7 +1,8 @@
 //! `cargo xtask host`: builds the host library (`rustomp-front`, a cdylib named libomptarget.so)
 //! and installs it where programs built with `cargo xtask cc` find it, with the remote
 //! plugin's proxy program (`dist/bin/rustomp-proxy`) and MPI shim (`dist/lib/librustomp-mpi.so`,
-//! compiled with Open MPI's `mpicc` when it is installed); then the x86_64 device runtime of
+//! compiled with Open MPI's `mpicc` when it is installed), the OMPT trace tool
+//! (`dist/lib/librustomp-ompt-trace.so`); then the x86_64 device runtime of
 //! flang's host-offload images (`host_devicertl`) and the LLVM pass plugin those programs'
 //! device code is compiled with (`pass.rs`).
 
@@ -13,6 +14,9 @@ use std::path::Path;
 
 const PACKAGE: &str = "rustomp-front";
 const VGPU: &str = "rustomp-vgpu";
+/// The OMPT trace tool (`OMP_TOOL_LIBRARIES`), installed as `dist/lib/librustomp-ompt-trace.so`.
+const TRACE_TOOL: &str = "rustomp-ompt-trace";
+pub const TRACE_TOOL_LIBRARY: &str = "librustomp-ompt-trace.so";
 
 fn package_exists() -> Result<bool> {
     let meta = Cmd::new(util::cargo())
@@ -38,8 +42,10 @@ pub fn run() -> Result<()> {
         .run()?;
     Cmd::new(util::cargo())
         .in_root()
-        .args(["build", "--release", "-p", PROXY, "-p", INFO, "-p", VGPU])
-        .hint("the proxy, rustomp-info or the virtual GPU did not build; fix the error above")
+        .args([
+            "build", "--release", "-p", PROXY, "-p", INFO, "-p", VGPU, "-p", TRACE_TOOL,
+        ])
+        .hint("the proxy, rustomp-info, the virtual GPU or the trace tool did not build; fix the error above")
         .run()?;
     let built = at("target/dist/libomptarget.so");
     if !built.is_file() {
@@ -64,6 +70,10 @@ pub fn run() -> Result<()> {
     util::install(
         &at("target/release").join(crate::vgpu::HARDWARE_LIBRARY),
         &lib.join(crate::vgpu::HARDWARE_LIBRARY),
+    )?;
+    util::install(
+        &at("target/release/librustomp_ompt_trace.so"),
+        &lib.join(TRACE_TOOL_LIBRARY),
     )?;
     mpi_shim()?;
     link_llvm_reference();

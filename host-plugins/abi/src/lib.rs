@@ -13,6 +13,8 @@
 //! through bytes), so those byte images need no hand-written offsets.
 #![no_std]
 
+pub mod ompt;
+
 use core::ffi::{c_char, c_void};
 use core::mem::{offset_of, size_of};
 use static_assertions::const_assert_eq;

@@ -169,7 +169,7 @@ fn search_dirs() -> Vec<PathBuf> {
 }
 
 /// Where the object holding this code (`libomptarget.so.22.1`) was loaded from.
-fn own_directory() -> Option<PathBuf> {
+pub(crate) fn own_directory() -> Option<PathBuf> {
     let anchor: fn() -> Vec<Box<dyn Plugin>> = discover;
     // SAFETY: Dl_info is plain data; all-zero is a valid value for dladdr to overwrite.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };

@@ -389,6 +389,12 @@ impl Device for Observed {
         });
         Ok(())
     }
+    fn clock_ns(&self) -> u64 {
+        self.inner.clock_ns()
+    }
+    fn clock_to_host_ns(&self, device_ns: u64) -> u64 {
+        self.inner.clock_to_host_ns(device_ns)
+    }
     unsafe fn lock_host(&self, host: *mut c_void, bytes: usize) -> Result<*mut c_void> {
         // SAFETY: forwarded from the caller.
         unsafe { self.inner.lock_host(host, bytes) }

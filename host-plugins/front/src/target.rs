@@ -318,7 +318,7 @@ pub unsafe fn target_kernel(
         device.id,
         values.len()
     );
-    let launched = ompt::submit(config.num_teams, || {
+    let launched = ompt::submit(device.id, config.num_teams, || {
         let _launching = host_call_guard::Launching::on(device.id);
         // SAFETY: the values follow the kernel's parameter list as clang built it.
         unsafe { bound.image.launch(bound.kernel, &values[..], &config) }

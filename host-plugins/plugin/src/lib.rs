@@ -217,6 +217,17 @@ pub trait Plugin: Send + Sync {
 
 /// One device. Pointers returned by `alloc` are device addresses: the front never dereferences
 /// them, it only passes them back to this device.
+/// The host's monotonic clock (`CLOCK_MONOTONIC`) in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec to a live local; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
 pub trait Device: Send + Sync {
     fn alloc(&self, bytes: usize, kind: AllocKind) -> Result<*mut c_void>;
     /// Frees what `alloc` returned; a null `ptr` does nothing.
@@ -265,6 +276,15 @@ pub trait Device: Send + Sync {
     /// No copy or kernel uses the range any more if this was its last lock.
     unsafe fn unlock_host(&self, _host: *mut c_void) -> Result<()> {
         Ok(())
+    }
+    /// The device's clock in nanoseconds (OMPT device tracing's time). The default is the
+    /// host's monotonic clock, which is the CPU plugin's device clock.
+    fn clock_ns(&self) -> u64 {
+        monotonic_ns()
+    }
+    /// A time of `clock_ns` on the host's monotonic clock.
+    fn clock_to_host_ns(&self, device_ns: u64) -> u64 {
+        device_ns
     }
     /// Loads an image and returns a handle to look up its symbols.
     fn load_image(&self, image: &ImageInfo<'_>) -> Result<Box<dyn LoadedImage>>;

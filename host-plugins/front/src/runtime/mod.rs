@@ -317,11 +317,7 @@ impl Runtime {
                         "host" => "generic-64bit",
                         other => other,
                     };
-                    crate::ompt::device_initialized(
-                        id,
-                        kind,
-                        state as *const _ as *const std::ffi::c_void,
-                    );
+                    crate::ompt::device_initialized(state, kind);
                     state
                 })
             })

@@ -29,6 +29,11 @@
 //!   (at its begin) and at both ends of a construct, with ids from one counter.
 //!
 //! Without a tool nothing of this runs: every entry point reads one flag first.
+//!
+//! Device tracing, which LLVM 22 lacks, is in [`trace`]: records of the same constructs,
+//! operations and kernels with the device's times, in buffers the tool hands over.
+
+mod trace;
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -148,6 +153,7 @@ pub fn connect_once() {
 }
 
 fn connect() {
+    load_trace_tool_if_asked();
     // SAFETY: dlsym with a NUL-terminated name in the default scope.
     let connect = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"ompt_libomp_connect".as_ptr()) };
     if connect.is_null() {
@@ -158,6 +164,28 @@ fn connect() {
     unsafe {
         let connect: unsafe extern "C" fn(*mut StartToolResult) = std::mem::transmute(connect);
         connect(CONNECTION.0.get());
+    }
+}
+
+/// `RUSTOMP_OMPT_TRACE=<file>` without `OMP_TOOL_LIBRARIES`: names the trace tool installed
+/// beside this library there, which libomp then starts as it starts any tool (it reads the
+/// variable when it initializes, after the program's images are registered).
+fn load_trace_tool_if_asked() {
+    const TOOL: &str = "librustomp-ompt-trace.so";
+    if std::env::var_os("RUSTOMP_OMPT_TRACE").is_none()
+        || std::env::var_os("OMP_TOOL_LIBRARIES").is_some()
+    {
+        return;
+    }
+    match crate::external::own_directory().map(|d| d.join(TOOL)) {
+        Some(tool) if tool.is_file() => {
+            // The program's constructors run on its one thread: nothing reads the environment
+            // concurrently yet.
+            std::env::set_var("OMP_TOOL_LIBRARIES", &tool);
+        }
+        _ => crate::diag::message(format_args!(
+            "RUSTOMP_OMPT_TRACE is set but {TOOL} is not installed beside libomptarget.so.22.1: no trace is written"
+        )),
     }
 }
 
@@ -209,6 +237,7 @@ pub fn devices_finalized() {
     if !active() {
         return;
     }
+    trace::flush_all();
     let devices = std::mem::take(&mut *INITIALIZED.lock().unwrap_or_else(|e| e.into_inner()));
     if let Some(f) = callback(code::DEVICE_FINALIZE) {
         // SAFETY: `void (*)(int device_num)`.
@@ -231,18 +260,15 @@ fn task_data(getter: &AtomicUsize) -> *mut OmptData {
     }
 }
 
-/// The lookup a tool gets at `device_initialize`: no device tracing entry points yet, so every
-/// name is answered with null (the standard's "not available").
-unsafe extern "C" fn device_lookup(_name: *const c_char) -> *mut c_void {
-    std::ptr::null_mut()
-}
-
 /// `device_initialize` for a device just opened: `kind` names it (`generic-64bit` for the CPU,
-/// as LLVM's host plugin says), `handle` is an address that stays the device's.
-pub fn device_initialized(device: usize, kind: &str, handle: *const c_void) {
+/// as LLVM's host plugin says); the tool's handle for it is the device's address, and the
+/// lookup it gets finds the tracing entry points ([`trace::lookup`]).
+pub fn device_initialized(state: &'static crate::runtime::DeviceState, kind: &str) {
     if !active() {
         return;
     }
+    let device = state.id;
+    let handle = trace::device_initialized(state);
     INITIALIZED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -260,7 +286,7 @@ pub fn device_initialized(device: usize, kind: &str, handle: *const c_void) {
             device as c_int,
             kind.as_ptr(),
             handle,
-            device_lookup,
+            trace::lookup,
             std::ptr::null(),
         );
     }
@@ -356,6 +382,28 @@ impl Region {
     }
 
     fn report(&mut self, endpoint: c_int) {
+        let device = self.device as usize;
+        if trace::wanted(device, trace::kind::TARGET) {
+            trace::record(
+                device,
+                trace::Record {
+                    kind: trace::kind::TARGET,
+                    time: trace::now(device),
+                    thread_id: trace::thread_id(),
+                    target_id: self.target_id,
+                    record: trace::RecordBody {
+                        target: trace::TargetRecord {
+                            kind: self.kind as c_int,
+                            endpoint,
+                            device_num: self.device,
+                            task_id: 0,
+                            target_id: self.target_id,
+                            codeptr_ra: self.codeptr,
+                        },
+                    },
+                },
+            );
+        }
         let task = task_data(&GET_TASK_DATA);
         if let Some(f) = callback(code::TARGET_EMI) {
             // SAFETY: `void (*)(ompt_target_t kind, ompt_scope_endpoint_t endpoint, int
@@ -497,6 +545,7 @@ fn library_range() -> (usize, usize) {
 /// One data operation of the current construct: reported at its begin (the destination still
 /// unknown for an allocation) and, for EMI, at its end (with the allocation's address).
 fn data_op<T>(
+    device: usize,
     op: DataOp,
     (src, src_device): (usize, c_int),
     (dest, dest_device): (usize, c_int),
@@ -579,8 +628,34 @@ fn data_op<T>(
             );
         }
     }
+    let traced = trace::wanted(device, trace::kind::DATA_OP);
+    let start = if traced { trace::now(device) } else { 0 };
     let result = perform();
     if let Ok(value) = &result {
+        if traced {
+            trace::record(
+                device,
+                trace::Record {
+                    kind: trace::kind::DATA_OP,
+                    time: start,
+                    thread_id: trace::thread_id(),
+                    target_id,
+                    record: trace::RecordBody {
+                        data_op: trace::DataOpRecord {
+                            host_op_id,
+                            optype: op as c_int,
+                            src_addr: src as *mut c_void,
+                            src_device_num: src_device,
+                            dest_addr: dest_after(value) as *mut c_void,
+                            dest_device_num: dest_device,
+                            bytes,
+                            end_time: trace::now(device),
+                            codeptr_ra: codeptr,
+                        },
+                    },
+                },
+            );
+        }
         if emi.is_some() {
             call_emi(END, dest_after(value), &mut host_op_id);
         }
@@ -614,6 +689,7 @@ pub fn alloc(
         return perform();
     }
     data_op(
+        device,
         DataOp::Alloc,
         (host, host_device()),
         (0, device as c_int),
@@ -636,6 +712,7 @@ pub fn to_device(
         return perform();
     }
     data_op(
+        device,
         DataOp::ToDevice,
         (host, host_device()),
         (device_address, device as c_int),
@@ -658,6 +735,7 @@ pub fn from_device(
         return perform();
     }
     data_op(
+        device,
         DataOp::FromDevice,
         (device_address, device as c_int),
         (host, host_device()),
@@ -678,6 +756,7 @@ pub fn delete(
         return perform();
     }
     data_op(
+        device,
         DataOp::Delete,
         (device_address, device as c_int),
         (0, -1),
@@ -707,6 +786,7 @@ pub fn association(
     };
     let mut status = 0;
     let _ = data_op(
+        device,
         op,
         (host, host_device()),
         (device_address, device as c_int),
@@ -720,9 +800,9 @@ pub fn association(
     status
 }
 
-/// A kernel launch of the current construct, asking for `teams` (0: the default).
+/// A kernel launch of the current construct on `device`, asking for `teams` (0: the default).
 #[inline]
-pub fn submit<T>(teams: u32, launch: impl FnOnce() -> T) -> T {
+pub fn submit<T>(device: usize, teams: u32, launch: impl FnOnce() -> T) -> T {
     if !active() {
         return launch();
     }
@@ -753,7 +833,28 @@ pub fn submit<T>(teams: u32, launch: impl FnOnce() -> T) -> T {
             f(target_id, host_op_id, teams);
         }
     }
+    let traced = trace::wanted(device, trace::kind::SUBMIT);
+    let start = if traced { trace::now(device) } else { 0 };
     let result = launch();
+    if traced {
+        trace::record(
+            device,
+            trace::Record {
+                kind: trace::kind::SUBMIT,
+                time: start,
+                thread_id: trace::thread_id(),
+                target_id,
+                record: trace::RecordBody {
+                    kernel: trace::KernelRecord {
+                        host_op_id,
+                        requested_num_teams: teams,
+                        granted_num_teams: teams,
+                        end_time: trace::now(device),
+                    },
+                },
+            },
+        );
+    }
     if emi.is_some() {
         call_emi(END, &mut host_op_id);
     }
