@@ -51,6 +51,8 @@ Commands:
                       program corpus (tests/programs) against rustomp and LLVM; --quick skips the corpus
   test --corpus       only the runtime builds and the program corpus on the CPU plugin
   test --remote       only the host build and the remote-offload tests (Open MPI, mpirun on localhost)
+  test --probes       only the runtime builds and the ABI probes (device symbols, sm_90/gfx90a links,
+                      gfx90a registers)
   test --gpu          the corpus on a GPU (RUSTOMP_GPU_ARCH, default sm_90; gfx* for AMD); skipped without its driver
   test --sanitize     ThreadSanitizer over the emulation, plugin and host-library tests, Miri over
                       the pure-Rust ones (nightly toolchain)
@@ -148,6 +150,7 @@ fn dispatch(args: &[String]) -> Result<i32> {
                     "--corpus",
                     "--remote",
                     "--vgpu",
+                    "--probes",
                 ],
             )?;
             if f[2] {
@@ -159,6 +162,7 @@ fn dispatch(args: &[String]) -> Result<i32> {
                 corpus_only: f[3],
                 remote_only: f[4],
                 vgpu_only: f[5],
+                probes_only: f[6],
             });
         }
         "bench" => {

@@ -30,7 +30,7 @@ mod measure;
 mod plan;
 mod remote;
 mod report;
-mod resources;
+pub(crate) mod resources;
 
 use crate::host;
 use crate::paths::{dist_lib, LLVM_LIBOMPTARGET};

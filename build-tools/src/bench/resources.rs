@@ -375,7 +375,7 @@ fn probe_sources() -> Vec<PathBuf> {
 
 /// The AMDGPU code object inside `exe`'s offload section, its notes as `llvm-readelf` prints
 /// them.
-fn amdgpu_notes(exe: &Path) -> std::result::Result<String, String> {
+pub fn amdgpu_notes(exe: &Path) -> std::result::Result<String, String> {
     let section = exe.with_extension("offloading.bin");
     Cmd::new("llvm-objcopy-22")
         .arg(format!(

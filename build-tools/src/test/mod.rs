@@ -22,7 +22,8 @@
 //! `rustomp-proxy` ranks' CPU devices, a proxy stopped and killed mid-run); `--remote` runs
 //! only them (after the host build).
 //!
-//! `--vgpu` runs only the GPU suite on the virtual GPU (after the runtime builds).
+//! `--vgpu` runs only the GPU suite on the virtual GPU (after the runtime builds); `--probes`
+//! only step 4's ABI probe checks.
 //! `--quick` stops after 4; `RUSTOMP_CORPUS_FILTER=text` limits 5 to the programs whose file
 //! name contains `text`. `--gpu` compiles the corpus for a GPU (`RUSTOMP_GPU_ARCH`, default sm_90) into a directory
 //! that runs anywhere a driver is (`target/gpu-suite/run.sh`), and runs it here when this machine
@@ -41,6 +42,8 @@ pub struct Options {
     pub remote_only: bool,
     /// Only the runtime builds and the GPU suite on the virtual GPU.
     pub vgpu_only: bool,
+    /// Only the runtime builds and the ABI probe checks.
+    pub probes_only: bool,
 }
 
 mod corpus;
@@ -65,6 +68,18 @@ pub fn run(o: Options) -> Result<i32> {
         devicertl::run(false)?;
         host::run()?;
         return Ok(i32::from(!gpu::on_virtual_gpu()?));
+    }
+    if o.probes_only {
+        util::step("test --probes: runtime builds (devicertl, host), then the ABI probes");
+        devicertl::run(false)?;
+        host::run()?;
+        return Ok(match probes::run() {
+            Ok(()) => 0,
+            Err(e) => {
+                println!("probes: {e}");
+                1
+            }
+        });
     }
     if o.corpus_only {
         util::step("test --corpus: runtime builds (devicertl, host), then the program corpus");
