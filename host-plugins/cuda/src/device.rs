@@ -9,7 +9,7 @@
 use crate::compat::ComputeCapability;
 use crate::driver::error::DriverError;
 use crate::driver::result::{self as r, LaunchDims};
-use crate::driver::safe::{Context, Module, PrimaryContext, Stream};
+use crate::driver::safe::{Context, Event, Module, PrimaryContext, Stream};
 use crate::driver::sys::{
     device_attribute as attr, function_attribute, limit, Api, CUdevice, CUdeviceptr, CUfunction,
     CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_FOUND,
@@ -108,6 +108,18 @@ pub struct CudaDevice {
     /// Dynamic shared memory each function has been opted in to (by function handle); the
     /// limit only grows, under this lock, so no launch sees it lowered under its feet.
     dynamic_shared_limits: Mutex<HashMap<usize, u32>>,
+    /// Where event times meet the host's clock, while a tool traces (see [`EventClock`]).
+    event_clock: Mutex<Option<EventClock>>,
+}
+
+/// An event the device stamped and the host's monotonic time when it did (the midpoint of a
+/// record and its synchronization on an idle stream): a device event's time is this plus the
+/// milliseconds between the two events. Renewed every second, so the driver's float
+/// milliseconds keep sub-microsecond resolution.
+struct EventClock {
+    anchor: Event,
+    host_ns: u64,
+    taken: std::time::Instant,
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -146,6 +158,7 @@ impl CudaDevice {
             props: props.clone(),
             streams: Mutex::new(Vec::new()),
             dynamic_shared_limits: Mutex::new(HashMap::new()),
+            event_clock: Mutex::new(None),
         })
     }
 
@@ -167,6 +180,61 @@ impl CudaDevice {
         let value = result?;
         synchronized?;
         Ok(value)
+    }
+
+    /// [`Self::with_stream`], and while a tool traces (`op_times::wanted`), events before and
+    /// after the work: their device times go to `op_times` for the trace record. Without
+    /// events (an old driver, a failure to make them) the work runs untimed.
+    fn with_stream_timed<T>(
+        &self,
+        work: impl FnOnce(&Stream) -> std::result::Result<T, DriverError>,
+    ) -> std::result::Result<T, DriverError> {
+        if !rustomp_plugin::op_times::wanted() {
+            return self.with_stream(work);
+        }
+        let events = (Event::new(&self.context), Event::new(&self.context));
+        let (Ok(Some(start)), Ok(Some(end))) = events else {
+            return self.with_stream(work);
+        };
+        let value = self.with_stream(|stream| {
+            start.record(stream)?;
+            let value = work(stream)?;
+            end.record(stream)?;
+            Ok(value)
+        })?;
+        if let (Some(from), Some(to)) = (self.event_ns(&start), self.event_ns(&end)) {
+            rustomp_plugin::op_times::record(from, to);
+        }
+        Ok(value)
+    }
+
+    /// A completed event's time on the host's monotonic clock (the device's `clock_ns`).
+    fn event_ns(&self, event: &Event) -> Option<u64> {
+        let mut clock = locked(&self.event_clock);
+        let stale = clock
+            .as_ref()
+            .is_none_or(|c| c.taken.elapsed() > std::time::Duration::from_secs(1));
+        if stale {
+            *clock = self.event_clock_now();
+        }
+        let c = clock.as_ref()?;
+        let ms = event.since(&c.anchor).ok()?;
+        Some((c.host_ns as i64 + (f64::from(ms) * 1e6) as i64).max(0) as u64)
+    }
+
+    fn event_clock_now(&self) -> Option<EventClock> {
+        let anchor = Event::new(&self.context).ok()??;
+        let stream = self.pooled_stream().ok()?;
+        let before = rustomp_plugin::monotonic_ns();
+        let stamped = anchor.record(&stream).and_then(|()| anchor.synchronize());
+        let after = rustomp_plugin::monotonic_ns();
+        locked(&self.streams).push(stream);
+        stamped.ok()?;
+        Some(EventClock {
+            anchor,
+            host_ns: before + (after - before) / 2,
+            taken: std::time::Instant::now(),
+        })
     }
 
     /// A stream from the pool (made if it is empty); the caller gives it back idle.
@@ -267,7 +335,7 @@ impl Backend for CudaDevice {
     }
 
     unsafe fn copy_to_device(&self, device: u64, host: *const u8, bytes: usize) -> Result<()> {
-        self.with_stream(|s| {
+        self.with_stream_timed(|s| {
             // SAFETY: the caller's contract; the copy has finished when `with_stream` returns.
             unsafe {
                 r::memcpy_htod_async(self.api(), device, host as *const c_void, bytes, s.handle())
@@ -277,7 +345,7 @@ impl Backend for CudaDevice {
     }
 
     unsafe fn copy_from_device(&self, host: *mut u8, device: u64, bytes: usize) -> Result<()> {
-        self.with_stream(|s| {
+        self.with_stream_timed(|s| {
             // SAFETY: the caller's contract; the copy has finished when `with_stream` returns.
             unsafe {
                 r::memcpy_dtoh_async(self.api(), host as *mut c_void, device, bytes, s.handle())
@@ -287,7 +355,7 @@ impl Backend for CudaDevice {
     }
 
     unsafe fn copy_within_device(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
-        self.with_stream(|s| {
+        self.with_stream_timed(|s| {
             // SAFETY: the caller's contract: both ranges are this device's memory.
             unsafe { r::memcpy_dtod_async(self.api(), dst, src, bytes, s.handle()) }
         })
@@ -409,7 +477,7 @@ impl Backend for CudaDevice {
             threads: launch.threads,
             dynamic_shared_bytes: launch.dynamic_shared_bytes,
         };
-        self.with_stream(|stream| {
+        self.with_stream_timed(|stream| {
             // SAFETY: the function and stream belong to this device's current context;
             // `parameters` holds the values the kernel takes (the caller's contract, checked
             // against the kernel's parameter layout by the generic layer).

@@ -51,6 +51,12 @@ pub const REAL_DRIVER: &[(&str, &str)] = &[
         "memory_the_driver_has_pinned_is_copied_directly",
     ),
     (
+        "cuEventElapsedTime answers CUDA_ERROR_NOT_READY while either event has not completed, \
+         else the milliseconds between the two as a float (about half a microsecond of \
+         resolution); an event completes when its stream reaches it (cuda.h)",
+        "a_traced_launch_and_copy_carry_the_devices_event_times",
+    ),
+    (
         "cuFuncGetParamInfo may answer other errors (CUDA_ERROR_NOT_SUPPORTED, 801, on a \
          driver or device that does not offer it; drivers before 12.4 lack the entry point): \
          the launch must not fail on that, the image's records say the parameters",
@@ -139,10 +145,13 @@ struct Fake {
     host_call_pending: Option<u64>,
     /// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS` (HMM or ATS); the H200 VM had none.
     pageable_memory_access: bool,
-    /// Copies queued on a stream and not yet run: (stream, source, destination, bytes).
+    /// Copies queued on a stream and not yet run: (stream, source, destination, bytes); an
+    /// event recorded on a stream is a "copy" of `usize::MAX` bytes from the event's handle.
     queued: Vec<(usize, u64, u64, usize)>,
     /// The most copies queued at once.
     most_queued: usize,
+    /// Events: handle -> the host's monotonic time when its stream reached it (None: not yet).
+    events: HashMap<usize, Option<u64>>,
     /// Ranges the user or the plugin registered (`cuMemHostRegister`): start -> bytes.
     registered: HashMap<u64, usize>,
     /// Every name asked of `cuModuleGetGlobal` and `cuModuleGetFunction`, in order.
@@ -326,17 +335,81 @@ fn run_queued(stream: CUstream) {
         mine
     });
     for (_, src, dst, bytes) in copies {
+        if bytes == usize::MAX {
+            let now = rustomp_plugin::monotonic_ns();
+            with(|f| f.events.insert(src as usize, Some(now)));
+            continue;
+        }
         // SAFETY: fake device memory is host memory; the plugin keeps both ranges valid until
         // it synchronizes the stream, which is now.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
     }
+}
+unsafe extern "C" fn event_create(event: *mut *mut c_void, _flags: c_uint) -> CUresult {
+    let handle = with(|f| {
+        f.next_handle += 1;
+        let handle = 0x9000 + f.next_handle;
+        f.events.insert(handle, None);
+        handle
+    });
+    // SAFETY: the plugin's out-value.
+    unsafe { *event = handle as *mut c_void };
+    OK
+}
+unsafe extern "C" fn event_destroy(event: *mut c_void) -> CUresult {
+    match with(|f| f.events.remove(&(event as usize))) {
+        Some(_) => OK,
+        None => 400, // CUDA_ERROR_INVALID_HANDLE
+    }
+}
+/// Stamped when its stream reaches it, in order with the stream's copies.
+unsafe extern "C" fn event_record(event: *mut c_void, stream: CUstream) -> CUresult {
+    with(|f| {
+        f.events.insert(event as usize, None);
+        f.queued
+            .push((stream as usize, event as u64, 0, usize::MAX));
+    });
+    OK
+}
+unsafe extern "C" fn event_synchronize(event: *mut c_void) -> CUresult {
+    let stream = with(|f| {
+        f.queued
+            .iter()
+            .find(|q| q.3 == usize::MAX && q.1 == event as u64)
+            .map(|q| q.0)
+    });
+    if let Some(stream) = stream {
+        run_queued(stream as CUstream);
+    }
+    OK
+}
+/// As cuda.h documents: CUDA_ERROR_NOT_READY while either event has not completed, else the
+/// milliseconds between them as a float.
+unsafe extern "C" fn event_elapsed_time(
+    ms: *mut f32,
+    start: *mut c_void,
+    end: *mut c_void,
+) -> CUresult {
+    let times = with(|f| {
+        (
+            f.events.get(&(start as usize)).copied().flatten(),
+            f.events.get(&(end as usize)).copied().flatten(),
+        )
+    });
+    let (Some(a), Some(b)) = times else {
+        return 600; // CUDA_ERROR_NOT_READY
+    };
+    // SAFETY: the plugin's out-value.
+    unsafe { *ms = ((b as f64 - a as f64) / 1e6) as f32 };
+    OK
 }
 /// Queues a copy on `stream` (run by `run_queued`).
 fn queue_copy(call: &'static str, stream: CUstream, src: u64, dst: u64, bytes: usize) {
     with(|f| {
         f.copies.push((call, src, dst, bytes));
         f.queued.push((stream as usize, src, dst, bytes));
-        f.most_queued = f.most_queued.max(f.queued.len());
+        let copies = f.queued.iter().filter(|q| q.3 != usize::MAX).count();
+        f.most_queued = f.most_queued.max(copies);
     });
 }
 unsafe extern "C" fn stream_query(s: CUstream) -> CUresult {
@@ -848,6 +921,11 @@ macro_rules! fake_api {
             pointer_get_attributes: Some(pointer_get_attributes),
             mem_host_register: Some(mem_host_register),
             mem_host_unregister: Some(mem_host_unregister),
+            event_create: Some(event_create),
+            event_destroy: Some(event_destroy),
+            event_record: Some(event_record),
+            event_synchronize: Some(event_synchronize),
+            event_elapsed_time: Some(event_elapsed_time),
         }
     };
 }
@@ -1893,4 +1971,51 @@ fn memory_locked_through_the_runtime_is_registered_once_and_copied_directly() {
         );
         device.free(d, AllocKind::Device).unwrap();
     }
+}
+
+#[test]
+fn a_traced_launch_and_copy_carry_the_devices_event_times() {
+    let _serial = install((9, 0));
+    with(|f| f.next_module = standard_module());
+    let plugin = CudaPlugin::new(CudaDriver::with_api(api()));
+    let device = plugin.open_device(0, 0, 1).unwrap();
+    let bytes = cubin(90);
+    let loaded = device.load_image(&image(&bytes)).unwrap();
+    let plain = loaded.kernel("plain").unwrap().unwrap();
+    let d = device.alloc(64, AllocKind::Device).unwrap();
+    let input = [5u8; 64];
+    use rustomp_plugin::op_times;
+
+    // Untraced: no events, nothing recorded.
+    // SAFETY: a 64-byte device allocation and host buffer.
+    unsafe { device.copy_to_device(d, input.as_ptr() as *const c_void, 64) }.unwrap();
+    assert_eq!(op_times::take(), None);
+    assert!(with(|f| f.events.is_empty()), "no events without a tool");
+
+    op_times::set_wanted(true);
+    let before = rustomp_plugin::monotonic_ns();
+    // SAFETY: as above.
+    unsafe { device.copy_to_device(d, input.as_ptr() as *const c_void, 64) }.unwrap();
+    let copy = op_times::take();
+    // SAFETY: the fake kernel takes no parameters.
+    unsafe { loaded.launch(plain, &[], &Default::default()) }.unwrap();
+    let launch = op_times::take();
+    let after = rustomp_plugin::monotonic_ns();
+    op_times::set_wanted(false);
+    for (what, times) in [("copy", copy), ("launch", launch)] {
+        let (start, end) = times.unwrap_or_else(|| panic!("the {what} recorded no device times"));
+        // The anchor pairs an event with the host's clock to within its synchronization: the
+        // fake stamps events with the host's clock, so the times land inside the host's.
+        let slack = 2_000_000;
+        assert!(
+            before - slack <= start && start <= end && end <= after + slack,
+            "{what}: device times {start}..{end}, host {before}..{after}"
+        );
+    }
+    assert!(
+        with(|f| f.events.len()) <= 1,
+        "the operations' events are destroyed (the clock's anchor stays)"
+    );
+    // SAFETY: allocated above.
+    unsafe { device.free(d, AllocKind::Device) }.unwrap();
 }

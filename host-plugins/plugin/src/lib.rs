@@ -20,6 +20,7 @@ pub mod geometry;
 pub mod host_call;
 pub mod image;
 pub mod layout;
+pub mod op_times;
 
 use core::ffi::c_void;
 use core::ptr::NonNull;

@@ -292,6 +292,70 @@ pub unsafe fn mem_host_unregister(api: &Api, host: *mut c_void) -> Result<(), Dr
     check(api, "cuMemHostUnregister", unsafe { unregister(host) })
 }
 
+/// A timing event (default flags); `Ok(None)` on a driver without events.
+pub fn event_create(api: &Api) -> Result<Option<CUevent>, DriverError> {
+    let Some(create) = api.event_create else {
+        return Ok(None);
+    };
+    let mut event: CUevent = std::ptr::null_mut();
+    // SAFETY: writes one handle to a live local; flags 0 keep timing on.
+    check(api, "cuEventCreate", unsafe { create(&mut event, 0) })?;
+    Ok(Some(event))
+}
+
+/// # Safety
+/// `event` came from [`event_create`] and is not used afterwards.
+pub unsafe fn event_destroy(api: &Api, event: CUevent) -> Result<(), DriverError> {
+    match api.event_destroy {
+        // SAFETY: guaranteed by the caller.
+        Some(destroy) => check(api, "cuEventDestroy_v2", unsafe { destroy(event) }),
+        None => Ok(()),
+    }
+}
+
+/// Queues `event` on `stream`: the device stamps it when the stream reaches it.
+///
+/// # Safety
+/// `event` and `stream` are live and of the current context.
+pub unsafe fn event_record(api: &Api, event: CUevent, stream: CUstream) -> Result<(), DriverError> {
+    match api.event_record {
+        // SAFETY: guaranteed by the caller.
+        Some(record) => check(api, "cuEventRecord", unsafe { record(event, stream) }),
+        None => Ok(()),
+    }
+}
+
+/// # Safety
+/// `event` is live.
+pub unsafe fn event_synchronize(api: &Api, event: CUevent) -> Result<(), DriverError> {
+    match api.event_synchronize {
+        // SAFETY: guaranteed by the caller.
+        Some(wait) => check(api, "cuEventSynchronize", unsafe { wait(event) }),
+        None => Ok(()),
+    }
+}
+
+/// Milliseconds from `start` to `end`, both completed (the driver documents about half a
+/// microsecond of resolution).
+///
+/// # Safety
+/// Both events are live, recorded and completed.
+pub unsafe fn event_elapsed_ms(
+    api: &Api,
+    start: CUevent,
+    end: CUevent,
+) -> Result<f32, DriverError> {
+    let Some(elapsed) = api.event_elapsed_time else {
+        return Ok(0.0);
+    };
+    let mut ms = 0f32;
+    // SAFETY: guaranteed by the caller; writes one float to a live local.
+    check(api, "cuEventElapsedTime", unsafe {
+        elapsed(&mut ms, start, end)
+    })?;
+    Ok(ms)
+}
+
 /// Unified (managed) memory, accessible from host and device.
 pub fn mem_alloc_managed(api: &Api, bytes: usize) -> Result<CUdeviceptr, DriverError> {
     let mut ptr: CUdeviceptr = 0;

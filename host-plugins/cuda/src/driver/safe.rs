@@ -118,6 +118,53 @@ impl Drop for Stream {
     }
 }
 
+/// A timing event of one context.
+pub struct Event {
+    context: Context,
+    handle: CUevent,
+}
+
+// SAFETY: event handles may be used from any thread with their context current.
+unsafe impl Send for Event {}
+
+impl Event {
+    /// `Ok(None)` on a driver without events.
+    pub fn new(context: &Context) -> Result<Option<Self>, DriverError> {
+        context.make_current()?;
+        Ok(r::event_create(context.api)?.map(|handle| Self {
+            context: context.clone(),
+            handle,
+        }))
+    }
+
+    /// Queues the event on `stream`.
+    pub fn record(&self, stream: &Stream) -> Result<(), DriverError> {
+        // SAFETY: both live, of this context.
+        unsafe { r::event_record(self.context.api, self.handle, stream.handle()) }
+    }
+
+    pub fn synchronize(&self) -> Result<(), DriverError> {
+        // SAFETY: live until `drop`.
+        unsafe { r::event_synchronize(self.context.api, self.handle) }
+    }
+
+    /// Milliseconds from `earlier` to this event, both recorded and completed.
+    pub fn since(&self, earlier: &Event) -> Result<f32, DriverError> {
+        // SAFETY: both live; the caller synchronized them.
+        unsafe { r::event_elapsed_ms(self.context.api, earlier.handle, self.handle) }
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        let result = self.context.make_current().and_then(|()| {
+            // SAFETY: created in `new`, destroyed once here.
+            unsafe { r::event_destroy(self.context.api, self.handle) }
+        });
+        released("a CUDA event", result);
+    }
+}
+
 /// A loaded image.
 pub struct Module {
     context: Context,

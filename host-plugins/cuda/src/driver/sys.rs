@@ -17,6 +17,7 @@ pub type CUcontext = *mut c_void;
 pub type CUmodule = *mut c_void;
 pub type CUfunction = *mut c_void;
 pub type CUstream = *mut c_void;
+pub type CUevent = *mut c_void;
 
 pub const CUDA_SUCCESS: CUresult = 0;
 /// An argument the driver refuses; also its answer to `cuModuleGetGlobal` for the name of a
@@ -202,6 +203,12 @@ driver_api! {
         /// Page-locks (and maps) a range of the user's memory, and undoes that.
         mem_host_register = "cuMemHostRegister_v2": fn(*mut c_void, usize, c_uint);
         mem_host_unregister = "cuMemHostUnregister": fn(*mut c_void);
+        /// Events: timestamps taken on the device as a stream reaches them (OMPT tracing).
+        event_create = "cuEventCreate": fn(*mut CUevent, c_uint);
+        event_destroy = "cuEventDestroy_v2": fn(CUevent);
+        event_record = "cuEventRecord": fn(CUevent, CUstream);
+        event_synchronize = "cuEventSynchronize": fn(CUevent);
+        event_elapsed_time = "cuEventElapsedTime": fn(*mut f32, CUevent, CUevent);
     }
 }
 

@@ -629,10 +629,11 @@ fn data_op<T>(
         }
     }
     let traced = trace::wanted(device, trace::kind::DATA_OP);
-    let start = if traced { trace::now(device) } else { 0 };
+    let start = if traced { trace::begin(device) } else { 0 };
     let result = perform();
     if let Ok(value) = &result {
         if traced {
+            let (start, end) = trace::end(device, start);
             trace::record(
                 device,
                 trace::Record {
@@ -649,7 +650,7 @@ fn data_op<T>(
                             dest_addr: dest_after(value) as *mut c_void,
                             dest_device_num: dest_device,
                             bytes,
-                            end_time: trace::now(device),
+                            end_time: end,
                             codeptr_ra: codeptr,
                         },
                     },
@@ -834,9 +835,10 @@ pub fn submit<T>(device: usize, teams: u32, launch: impl FnOnce() -> T) -> T {
         }
     }
     let traced = trace::wanted(device, trace::kind::SUBMIT);
-    let start = if traced { trace::now(device) } else { 0 };
+    let start = if traced { trace::begin(device) } else { 0 };
     let result = launch();
     if traced {
+        let (start, end) = trace::end(device, start);
         trace::record(
             device,
             trace::Record {
@@ -849,7 +851,7 @@ pub fn submit<T>(device: usize, teams: u32, launch: impl FnOnce() -> T) -> T {
                         host_op_id,
                         requested_num_teams: teams,
                         granted_num_teams: teams,
-                        end_time: trace::now(device),
+                        end_time: end,
                     },
                 },
             },

@@ -12,8 +12,10 @@
 //! Records: a `target` record at each end of a construct, a `target_data_op` record per
 //! allocation, transfer and deletion, a `target_submit` record (`ompt_record_target_kernel_t`)
 //! per kernel, each with the `host_op_id` / `target_id` its callbacks carry. Times are the
-//! device's clock (`Device::clock_ns`: the CPU plugin's is the host's monotonic clock) at the
-//! operation's start (`time`) and end (`end_time`); `ompt_translate_time` turns them into
+//! device's (`Device::clock_ns` base) at the operation's start (`time`) and end (`end_time`):
+//! measured on the device where its backend can (CUDA events, through
+//! `rustomp_plugin::op_times`), else the device's clock read around the operation (the CPU
+//! plugin's clock is the host's monotonic one). `ompt_translate_time` turns them into
 //! `omp_get_wtime`'s time base, and `ompt_get_device_time` reads the clock now.
 //!
 //! Buffers still holding records are handed back when the tool is finalized, before
@@ -137,6 +139,19 @@ pub fn wanted(device: usize, kind: i32) -> bool {
             t.callbacks.is_some() && !t.paused && t.wanted & (1 << kind) != 0
         })
         .unwrap_or(false)
+}
+
+/// The start of an operation to record: the device's clock now. Clears what the last
+/// operation of this thread left in [`rustomp_plugin::op_times`].
+pub fn begin(device: usize) -> u64 {
+    let _ = rustomp_plugin::op_times::take();
+    now(device)
+}
+
+/// The device's times of the operation begun at `start`: what its backend measured on the
+/// device itself if it did, else `start` and the device's clock now.
+pub fn end(device: usize, start: u64) -> (u64, u64) {
+    rustomp_plugin::op_times::take().unwrap_or_else(|| (start, now(device)))
 }
 
 /// The device's clock now (0 for a device not initialized for the tool).
@@ -277,6 +292,7 @@ unsafe extern "C" fn start_trace(
     });
     if started.is_some() {
         TRACING.store(true, Ordering::Release);
+        rustomp_plugin::op_times::set_wanted(true);
     }
     c_int::from(started.is_some())
 }
