@@ -25,6 +25,7 @@ pub struct AmdgpuDevice {
     pub(crate) info: DeviceInfo,
     pub(crate) stack_size: u64,
     pub(crate) queue: AqlQueue,
+    pub(crate) profiling: crate::profiling::Profiling,
 }
 
 // Send and Sync come from the fields: the queue says why it may be shared.
@@ -39,6 +40,7 @@ impl AmdgpuDevice {
             props: props.clone(),
             stack_size: settings.stack_size.unwrap_or(DEFAULT_STACK_SIZE),
             queue,
+            profiling: Default::default(),
         })
     }
 }

@@ -73,6 +73,7 @@ impl AmdgpuDevice {
             launch.blocks[1].saturating_mul(u32::from(group[1])),
             launch.blocks[2].saturating_mul(u32::from(group[2])),
         );
+        let timed = self.times_dispatch();
         // SAFETY: the kernel object belongs to a loaded executable; the kernel arguments live in
         // `kernarg` until after the wait below.
         unsafe { self.queue.dispatch(packet) };
@@ -81,7 +82,11 @@ impl AmdgpuDevice {
                 ErrorKind::LaunchFailed,
                 format!("failure while running: {why}"),
             )
-        })
+        })?;
+        if timed {
+            self.dispatch_timed(signal.signal);
+        }
+        Ok(())
     }
 
     /// Waits for `signal` to drop below 1, calling `while_running` meanwhile; a queue error

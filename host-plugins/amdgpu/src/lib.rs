@@ -35,6 +35,7 @@ pub mod hsa;
 mod launch;
 mod memory;
 mod module;
+mod profiling;
 mod queue;
 
 #[cfg(test)]

@@ -148,13 +148,18 @@ impl AmdgpuDevice {
     ) -> Result<()> {
         let api = self.api;
         let signal = CompletionSignal::new(api).map_err(failed(ErrorKind::TransferFailed))?;
+        let timed = self.times_copy();
         // SAFETY: the caller's ranges, valid until the wait below ends; the signal lives until then.
         unsafe {
             r::amd_memory_async_copy(api, dst, dst_agent, src, src_agent, bytes, signal.signal)
         }
         .map_err(failed(ErrorKind::TransferFailed))?;
         self.wait(signal.signal, None)
-            .map_err(|why| OffloadError::new(ErrorKind::TransferFailed, why))
+            .map_err(|why| OffloadError::new(ErrorKind::TransferFailed, why))?;
+        if timed {
+            self.copy_timed(signal.signal);
+        }
+        Ok(())
     }
 }
 

@@ -90,6 +90,13 @@ impl AqlQueue {
         Ok(Self { api, queue, error })
     }
 
+    /// Has the packet processor stamp dispatches' start and end (OMPT device tracing).
+    pub(crate) fn enable_profiling(&self) -> Result<()> {
+        // SAFETY: the queue lives until `drop`.
+        unsafe { r::amd_profiling_set_profiler_enabled(self.api, self.queue) }
+            .map_err(failed(ErrorKind::DeviceUnavailable))
+    }
+
     /// The first error the runtime reported for the queue, [`STATUS_SUCCESS`] while none.
     pub(crate) fn error(&self) -> Status {
         self.error.load(Ordering::Acquire)

@@ -55,6 +55,15 @@ pub const REAL_RUNTIME: &[(&str, &str)] = &[
          says (hsa_ext_amd.h)",
         "memory_the_runtime_has_pinned_is_copied_without_locking_it_again",
     ),
+    (
+        "with hsa_amd_profiling_set_profiler_enabled on a queue its dispatches' completion \
+         signals give their start and end in agent ticks (hsa_amd_profiling_get_dispatch_time; \
+         zeros for a dispatch run without), converted by \
+         hsa_amd_profiling_convert_tick_to_system_domain to the ticks of \
+         HSA_SYSTEM_INFO_TIMESTAMP; with hsa_amd_profiling_async_copy_enable an async copy's \
+         signal gives them in system ticks (hsa_ext_amd.h)",
+        "a_traced_kernel_and_copy_carry_the_devices_timestamps",
+    ),
 ];
 
 #[test]
@@ -253,6 +262,22 @@ struct Fake {
     watchdog_fired: bool,
     /// Every name asked of `hsa_executable_get_symbol_by_name`, in order.
     symbol_lookups: Vec<String>,
+    /// Profiling switched on: dispatches (any queue), async copies.
+    profiled_dispatches: bool,
+    profiled_copies: bool,
+    /// Stamps by completion signal: (start, end) in system ticks, for dispatches and copies
+    /// started while their profiling was on.
+    stamps: HashMap<u64, (u64, u64)>,
+}
+
+/// The fake's system clock: the host's monotonic clock in ticks of [`TIMESTAMP_FREQUENCY`].
+fn system_ticks() -> u64 {
+    rustomp_plugin::monotonic_ns() / (1_000_000_000 / TIMESTAMP_FREQUENCY)
+}
+/// The fake GPU's ticks: another rate and origin than the system's, as a real agent's may be.
+const AGENT_TICK_ORIGIN: u64 = 1000;
+fn agent_ticks(system: u64) -> u64 {
+    system * 3 + AGENT_TICK_ORIGIN
 }
 
 impl Fake {
@@ -324,6 +349,9 @@ impl Fake {
     fn complete(&mut self, signal: u64) {
         if let Some(value) = self.signals.get_mut(&signal) {
             *value -= 1;
+        }
+        if let Some(stamp) = self.stamps.get_mut(&signal) {
+            stamp.1 = system_ticks();
         }
     }
 
@@ -517,6 +545,7 @@ unsafe extern "C" fn hsa_system_get_info(attribute: u32, out: *mut c_void) -> St
     fail_point!("hsa_system_get_info");
     let info = match attribute {
         system_info::TIMESTAMP_FREQUENCY => Some(Info::U64(TIMESTAMP_FREQUENCY)),
+        system_info::TIMESTAMP => Some(Info::U64(system_ticks())),
         system_info::VERSION_MAJOR => Some(Info::U16(1)),
         system_info::VERSION_MINOR => Some(Info::U16(14)),
         _ => None,
@@ -722,6 +751,61 @@ unsafe extern "C" fn hsa_amd_memory_lock(
     STATUS_SUCCESS
 }
 
+unsafe extern "C" fn hsa_amd_profiling_set_profiler_enabled(
+    _queue: *mut Queue,
+    enable: c_int,
+) -> Status {
+    fail_point!("hsa_amd_profiling_set_profiler_enabled");
+    with(|f| f.profiled_dispatches = enable != 0);
+    STATUS_SUCCESS
+}
+
+unsafe extern "C" fn hsa_amd_profiling_async_copy_enable(enable: bool) -> Status {
+    fail_point!("hsa_amd_profiling_async_copy_enable");
+    with(|f| f.profiled_copies = enable);
+    STATUS_SUCCESS
+}
+
+/// Zeros for a dispatch run while profiling was off, as ROCr's.
+unsafe extern "C" fn hsa_amd_profiling_get_dispatch_time(
+    _agent: Agent,
+    signal: Signal,
+    time: *mut ProfilingTime,
+) -> Status {
+    fail_point!("hsa_amd_profiling_get_dispatch_time");
+    let (start, end) = with(|f| f.stamps.get(&signal.handle).copied()).unwrap_or((0, 0));
+    let ticks = |t: u64| if t == 0 { 0 } else { agent_ticks(t) };
+    // SAFETY: the plugin's out-value.
+    unsafe {
+        *time = ProfilingTime {
+            start: ticks(start),
+            end: ticks(end),
+        }
+    };
+    STATUS_SUCCESS
+}
+
+unsafe extern "C" fn hsa_amd_profiling_get_async_copy_time(
+    signal: Signal,
+    time: *mut ProfilingTime,
+) -> Status {
+    fail_point!("hsa_amd_profiling_get_async_copy_time");
+    let (start, end) = with(|f| f.stamps.get(&signal.handle).copied()).unwrap_or((0, 0));
+    // SAFETY: the plugin's out-value.
+    unsafe { *time = ProfilingTime { start, end } };
+    STATUS_SUCCESS
+}
+
+unsafe extern "C" fn hsa_amd_profiling_convert_tick_to_system_domain(
+    _agent: Agent,
+    tick: u64,
+    system: *mut u64,
+) -> Status {
+    // SAFETY: the plugin's out-value.
+    unsafe { *system = tick.saturating_sub(AGENT_TICK_ORIGIN) / 3 };
+    STATUS_SUCCESS
+}
+
 /// As ROCr answers: LOCKED inside a locked range, HSA inside an allocation of one of its pools
 /// (host pools reached at the same address by host and GPU), UNKNOWN (and success) elsewhere.
 unsafe extern "C" fn hsa_amd_pointer_info(
@@ -790,6 +874,11 @@ unsafe extern "C" fn hsa_amd_memory_async_copy(
     if !reachable {
         return STATUS_ERROR_INVALID_ARGUMENT;
     }
+    with(|f| {
+        if f.profiled_copies {
+            f.stamps.insert(signal.handle, (system_ticks(), 0));
+        }
+    });
     // SAFETY: both ranges are fake device memory, locked or allocated host memory (checked).
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
     with(|f| {
@@ -1013,6 +1102,12 @@ unsafe fn process(queue: FakeQueue, index: u64) -> bool {
     let Some((executable, spec)) = kernel else {
         return true;
     };
+    with(|f| {
+        if f.profiled_dispatches {
+            f.stamps
+                .insert(packet.completion_signal.handle, (system_ticks(), 0));
+        }
+    });
     // SAFETY: the plugin's kernel-argument buffer holds the kernel's segment.
     let kernarg = unsafe { bytes_at(packet.kernarg_address, spec.kernarg_size() as usize) };
     // SAFETY: the first explicit argument is the launch environment, 16 bytes of device memory.
@@ -1332,6 +1427,12 @@ fn api() -> &'static Api {
         amd_memory_lock: hsa_amd_memory_lock,
         amd_memory_unlock: hsa_amd_memory_unlock,
         amd_pointer_info: hsa_amd_pointer_info,
+        amd_profiling_set_profiler_enabled: hsa_amd_profiling_set_profiler_enabled,
+        amd_profiling_async_copy_enable: hsa_amd_profiling_async_copy_enable,
+        amd_profiling_get_dispatch_time: hsa_amd_profiling_get_dispatch_time,
+        amd_profiling_get_async_copy_time: hsa_amd_profiling_get_async_copy_time,
+        amd_profiling_convert_tick_to_system_domain:
+            hsa_amd_profiling_convert_tick_to_system_domain,
         signal_create: hsa_signal_create,
         signal_destroy: hsa_signal_destroy,
         signal_store_screlease: hsa_signal_store_screlease,
@@ -2424,4 +2525,41 @@ fn memory_the_runtime_has_pinned_is_copied_without_locking_it_again() {
         device.free(d as *mut c_void, AllocKind::Device).unwrap();
         device.free(h as *mut c_void, AllocKind::Host).unwrap();
     }
+}
+
+#[test]
+fn a_traced_kernel_and_copy_carry_the_devices_timestamps() {
+    let _serial = install(&[MI210]);
+    let (device, loaded) = load(standard_module(), 0, 1);
+    let d = device.alloc(64, AllocKind::Device).unwrap() as u64;
+    let input = [9u8; 64];
+    use rustomp_plugin::op_times;
+
+    // Untraced: the runtime is asked for nothing, nothing is recorded.
+    to_device(&*device, d, &input).unwrap();
+    launch(&*loaded, "spmd", &[0x1111, 42], LaunchConfig::default()).unwrap();
+    assert_eq!(op_times::take(), None);
+    assert!(with(|f| !f.profiled_dispatches && !f.profiled_copies));
+
+    op_times::set_wanted(true);
+    let before = rustomp_plugin::monotonic_ns();
+    to_device(&*device, d, &input).unwrap();
+    let copy = op_times::take();
+    launch(&*loaded, "spmd", &[0x1111, 42], LaunchConfig::default()).unwrap();
+    let kernel = op_times::take();
+    let after = rustomp_plugin::monotonic_ns();
+    op_times::set_wanted(false);
+    assert!(with(|f| f.profiled_dispatches && f.profiled_copies));
+    for (what, times) in [("copy", copy), ("kernel", kernel)] {
+        let (start, end) = times.unwrap_or_else(|| panic!("the {what} recorded no device times"));
+        // System ticks are 10 ns here and the pairing with the host's clock is one reading:
+        // the times land inside the host's, give or take that.
+        let slack = 2_000_000;
+        assert!(
+            before - slack <= start && start <= end && end <= after + slack,
+            "{what}: device times {start}..{end}, host {before}..{after}"
+        );
+    }
+    // SAFETY: allocated above.
+    unsafe { device.free(d as *mut c_void, AllocKind::Device) }.unwrap();
 }

@@ -231,6 +231,64 @@ pub unsafe fn amd_memory_unlock(api: &Api, host: *mut c_void) -> HsaResult<()> {
     })
 }
 
+/// Has the queue's packet processor stamp each dispatch's start and end (its completion
+/// signal then carries them).
+///
+/// # Safety
+/// `queue` is live.
+pub unsafe fn amd_profiling_set_profiler_enabled(api: &Api, queue: *mut Queue) -> HsaResult<()> {
+    // SAFETY: guaranteed by the caller.
+    check(api, "hsa_amd_profiling_set_profiler_enabled", unsafe {
+        (api.amd_profiling_set_profiler_enabled)(queue, 1)
+    })
+}
+
+/// Has the runtime stamp every async copy's start and end (process-wide).
+pub fn amd_profiling_async_copy_enable(api: &Api) -> HsaResult<()> {
+    // SAFETY: takes a flag only.
+    check(api, "hsa_amd_profiling_async_copy_enable", unsafe {
+        (api.amd_profiling_async_copy_enable)(true)
+    })
+}
+
+/// A completed dispatch's start and end, in `agent`'s ticks.
+pub fn amd_profiling_dispatch_time(
+    api: &Api,
+    agent: Agent,
+    signal: Signal,
+) -> HsaResult<ProfilingTime> {
+    let mut time = ProfilingTime::default();
+    // SAFETY: handles of this runtime; writes one structure to a live local.
+    check(api, "hsa_amd_profiling_get_dispatch_time", unsafe {
+        (api.amd_profiling_get_dispatch_time)(agent, signal, &mut time)
+    })?;
+    Ok(time)
+}
+
+/// A completed async copy's start and end, in system ticks.
+pub fn amd_profiling_async_copy_time(api: &Api, signal: Signal) -> HsaResult<ProfilingTime> {
+    let mut time = ProfilingTime::default();
+    // SAFETY: a signal of this runtime; writes one structure to a live local.
+    check(api, "hsa_amd_profiling_get_async_copy_time", unsafe {
+        (api.amd_profiling_get_async_copy_time)(signal, &mut time)
+    })?;
+    Ok(time)
+}
+
+/// An agent tick in the system timestamp domain (`hsa_system_get_info`'s TIMESTAMP).
+pub fn amd_profiling_tick_to_system(api: &Api, agent: Agent, tick: u64) -> HsaResult<u64> {
+    let mut system = 0u64;
+    let convert = api.amd_profiling_convert_tick_to_system_domain;
+    // SAFETY: an agent of this runtime; writes one value to a live local.
+    let status = unsafe { convert(agent, tick, &mut system) };
+    check(
+        api,
+        "hsa_amd_profiling_convert_tick_to_system_domain",
+        status,
+    )?;
+    Ok(system)
+}
+
 /// What the runtime knows of `address` (type UNKNOWN for memory it does not know).
 pub fn amd_pointer_info(api: &Api, address: u64) -> HsaResult<PointerInfo> {
     let mut info = PointerInfo {

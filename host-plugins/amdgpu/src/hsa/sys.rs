@@ -168,6 +168,17 @@ const_assert_eq!(offset_of!(PointerInfo, size_in_bytes), 24);
 const_assert_eq!(offset_of!(PointerInfo, agent_owner), 40);
 const_assert_eq!(offset_of!(PointerInfo, registered), 52);
 
+/// `hsa_amd_profiling_dispatch_time_t` and `hsa_amd_profiling_async_copy_time_t`: when the
+/// device started and finished the work (agent ticks for a dispatch, system ticks for a copy).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ProfilingTime {
+    pub start: u64,
+    pub end: u64,
+}
+
+const_assert_eq!(size_of::<ProfilingTime>(), 16);
+
 /// `hsa_amd_pointer_type_t` values.
 pub mod pointer_type {
     /// Memory the runtime does not know (pageable host memory).
@@ -542,6 +553,15 @@ hsa_api! {
     amd_memory_lock = "hsa_amd_memory_lock":
         fn(*mut c_void, usize, *mut Agent, c_int, *mut *mut c_void) -> Status;
     amd_memory_unlock = "hsa_amd_memory_unlock": fn(*mut c_void) -> Status;
+    amd_profiling_set_profiler_enabled = "hsa_amd_profiling_set_profiler_enabled":
+        fn(*mut Queue, c_int) -> Status;
+    amd_profiling_async_copy_enable = "hsa_amd_profiling_async_copy_enable": fn(bool) -> Status;
+    amd_profiling_get_dispatch_time = "hsa_amd_profiling_get_dispatch_time":
+        fn(Agent, Signal, *mut ProfilingTime) -> Status;
+    amd_profiling_get_async_copy_time = "hsa_amd_profiling_get_async_copy_time":
+        fn(Signal, *mut ProfilingTime) -> Status;
+    amd_profiling_convert_tick_to_system_domain =
+        "hsa_amd_profiling_convert_tick_to_system_domain": fn(Agent, u64, *mut u64) -> Status;
     amd_pointer_info = "hsa_amd_pointer_info": fn(
         *const c_void, *mut PointerInfo, Option<unsafe extern "C" fn(usize) -> *mut c_void>,
         *mut u32, *mut *mut Agent,
