@@ -25,7 +25,17 @@ pub struct AmdgpuDevice {
     pub(crate) info: DeviceInfo,
     pub(crate) stack_size: u64,
     pub(crate) queue: AqlQueue,
-    pub(crate) profiling: crate::profiling::Profiling,
+    pub(crate) profiling: Profiling,
+}
+
+/// What profiling the device has switched on for OMPT tracing, and its clock pairing, each
+/// made once (`profiling.rs`).
+#[derive(Default)]
+pub(crate) struct Profiling {
+    pub(crate) dispatches: std::sync::OnceLock<bool>,
+    pub(crate) copies: std::sync::OnceLock<bool>,
+    /// (system ticks, host monotonic ns, system ticks per second).
+    pub(crate) clock: std::sync::OnceLock<Option<(u64, u64, u64)>>,
 }
 
 // Send and Sync come from the fields: the queue says why it may be shared.

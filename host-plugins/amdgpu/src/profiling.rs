@@ -10,16 +10,6 @@ use crate::device::AmdgpuDevice;
 use crate::hsa::result as r;
 use crate::hsa::sys::{system_info, Signal};
 use rustomp_plugin::op_times;
-use std::sync::OnceLock;
-
-/// What profiling a device has switched on, and its clock pairing, made once each.
-#[derive(Default)]
-pub(crate) struct Profiling {
-    dispatches: OnceLock<bool>,
-    copies: OnceLock<bool>,
-    /// (system ticks, host monotonic ns, system ticks per second).
-    clock: OnceLock<Option<(u64, u64, u64)>>,
-}
 
 impl AmdgpuDevice {
     /// Whether this dispatch is timed: a tool traces and the queue stamps dispatches.

@@ -263,12 +263,11 @@ fn task_data(getter: &AtomicUsize) -> *mut OmptData {
 /// `device_initialize` for a device just opened: `kind` names it (`generic-64bit` for the CPU,
 /// as LLVM's host plugin says); the tool's handle for it is the device's address, and the
 /// lookup it gets finds the tracing entry points ([`trace::lookup`]).
-pub fn device_initialized(state: &'static crate::runtime::DeviceState, kind: &str) {
+pub fn device_initialized(device: usize, kind: &str, backend: &'static dyn rustomp_plugin::Device) {
     if !active() {
         return;
     }
-    let device = state.id;
-    let handle = trace::device_initialized(state);
+    let handle = trace::device_initialized(device, backend);
     INITIALIZED
         .lock()
         .unwrap_or_else(|e| e.into_inner())

@@ -22,7 +22,7 @@
 //! `device_finalize`. The tool's callbacks run with the device's trace locked: from them it may
 //! read records and times, but not start, flush or stop tracing.
 
-use crate::runtime::DeviceState;
+use rustomp_plugin::Device;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -44,7 +44,8 @@ struct Buffer {
 
 /// One device's trace.
 struct DeviceTrace {
-    device: &'static DeviceState,
+    /// The device's number.
+    number: usize,
     /// Record kinds the tool asked for (bit per callback code), by `ompt_set_trace_ompt`.
     wanted: u64,
     callbacks: Option<(BufferRequest, BufferComplete)>,
@@ -60,7 +61,8 @@ unsafe impl Send for DeviceTrace {}
 /// device, and its trace.
 struct Traced {
     handle: usize,
-    device: &'static DeviceState,
+    number: usize,
+    device: &'static dyn Device,
     trace: Arc<Mutex<DeviceTrace>>,
 }
 
@@ -75,11 +77,12 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Makes `device` traceable: its handle is what the tool passes to the entry points.
-pub fn device_initialized(device: &'static DeviceState) -> *const c_void {
-    let handle = device as *const DeviceState as usize;
+/// Makes device `number` traceable; returns its handle, what the tool passes to the entry
+/// points (the device's address: it stays the device's for the run).
+pub fn device_initialized(number: usize, device: &'static dyn Device) -> *const c_void {
+    let handle = device as *const dyn Device as *const () as usize;
     let trace = DeviceTrace {
-        device,
+        number,
         wanted: 0,
         callbacks: None,
         paused: false,
@@ -87,17 +90,18 @@ pub fn device_initialized(device: &'static DeviceState) -> *const c_void {
     };
     locked(&TRACES).push(Traced {
         handle,
+        number,
         device,
         trace: Arc::new(Mutex::new(trace)),
     });
     handle as *const c_void
 }
 
-fn find(which: Which) -> Option<(&'static DeviceState, Arc<Mutex<DeviceTrace>>)> {
+fn find(which: Which) -> Option<(&'static dyn Device, Arc<Mutex<DeviceTrace>>)> {
     let traces = locked(&TRACES);
     let found = traces.iter().find(|t| match which {
         Which::Handle(h) => t.handle == h,
-        Which::Number(n) => t.device.id == n,
+        Which::Number(n) => t.number == n,
     })?;
     Some((found.device, found.trace.clone()))
 }
@@ -156,7 +160,7 @@ pub fn end(device: usize, start: u64) -> (u64, u64) {
 
 /// The device's clock now (0 for a device not initialized for the tool).
 pub fn now(device: usize) -> u64 {
-    find(Which::Number(device)).map_or(0, |(d, _)| d.backend.clock_ns())
+    find(Which::Number(device)).map_or(0, |(d, _)| d.clock_ns())
 }
 
 /// Adds a record to `device`'s trace, asking the tool for a buffer when the current one is
@@ -226,7 +230,7 @@ pub fn flush_all() {
     let traces: Vec<_> = locked(&TRACES).iter().map(|t| t.trace.clone()).collect();
     for trace in traces {
         let mut t = locked(&trace);
-        let device = t.device.id;
+        let device = t.number;
         if let Some((_, complete)) = t.callbacks {
             hand_back(device, &mut t, complete);
         }
@@ -310,7 +314,7 @@ unsafe extern "C" fn flush_trace(device: *mut c_void) -> c_int {
     c_int::from(
         with_trace(Which::Handle(device as usize), |t| {
             if let Some((_, complete)) = t.callbacks {
-                hand_back(t.device.id, t, complete);
+                hand_back(t.number, t, complete);
             }
         })
         .is_some(),
@@ -321,7 +325,7 @@ unsafe extern "C" fn stop_trace(device: *mut c_void) -> c_int {
     c_int::from(
         with_trace(Which::Handle(device as usize), |t| {
             if let Some((_, complete)) = t.callbacks.take() {
-                hand_back(t.device.id, t, complete);
+                hand_back(t.number, t, complete);
             }
         })
         .is_some(),
@@ -362,13 +366,13 @@ unsafe extern "C" fn get_record_ompt(buffer: *mut c_void, current: u64) -> *mut 
 }
 
 unsafe extern "C" fn get_device_time(device: *mut c_void) -> u64 {
-    find(Which::Handle(device as usize)).map_or(0, |(d, _)| d.backend.clock_ns())
+    find(Which::Handle(device as usize)).map_or(0, |(d, _)| d.clock_ns())
 }
 
 /// A device time in `omp_get_wtime`'s time base.
 unsafe extern "C" fn translate_time(device: *mut c_void, time: u64) -> f64 {
     find(Which::Handle(device as usize))
-        .map_or(0.0, |(d, _)| wall_seconds(d.backend.clock_to_host_ns(time)))
+        .map_or(0.0, |(d, _)| wall_seconds(d.clock_to_host_ns(time)))
 }
 
 /// The host thread's id in records.

@@ -317,7 +317,7 @@ impl Runtime {
                         "host" => "generic-64bit",
                         other => other,
                     };
-                    crate::ompt::device_initialized(state, kind);
+                    crate::ompt::device_initialized(id, kind, &*state.backend);
                     state
                 })
             })
