@@ -375,8 +375,11 @@ unsafe extern "C" fn translate_time(device: *mut c_void, time: u64) -> f64 {
         .map_or(0.0, |(d, _)| wall_seconds(d.clock_to_host_ns(time)))
 }
 
-/// The host thread's id in records.
+/// The host thread's id in records (its kernel thread id, read once per thread).
 pub fn thread_id() -> u64 {
-    // SAFETY: gettid takes nothing and cannot fail.
-    (unsafe { libc::gettid() }) as u64
+    thread_local! {
+        // SAFETY: gettid takes nothing and cannot fail.
+        static ID: u64 = (unsafe { libc::gettid() }) as u64;
+    }
+    ID.with(|id| *id)
 }
