@@ -165,6 +165,7 @@ impl Launch {
             dynamic_bytes: launch.dynamic_shared_bytes as usize,
             objects,
             words: Vec::new(),
+            touched: Vec::new(),
             clocks: Clocks::default(),
             joins: HashMap::new(),
             sync_objects: HashMap::new(),
@@ -226,9 +227,19 @@ pub fn begin_team(team: u32, threads: u32) {
     with_checker(|c| {
         c.team = team;
         let words = c.first_dynamic_word() + c.dynamic_bytes.div_ceil(4);
-        c.words.clear();
-        c.words.resize_with(words, Word::default);
-        c.clocks = Clocks::new(threads);
+        if c.words.len() == words {
+            // A team touches few of the words: resetting those is what costs per team.
+            for &index in &c.touched {
+                let word = &mut c.words[index];
+                word.write = None;
+                word.reads.clear();
+            }
+        } else {
+            c.words.clear();
+            c.words.resize_with(words, Word::default);
+        }
+        c.touched.clear();
+        c.clocks.reset(threads);
         c.joins.clear();
         c.sync_objects.clear();
     });
@@ -344,6 +355,19 @@ impl Clocks {
         }
     }
 
+    /// As `new`, keeping the allocations when the team has as many threads.
+    fn reset(&mut self, threads: u32) {
+        if self.own.len() != threads as usize {
+            *self = Clocks::new(threads);
+            return;
+        }
+        self.epoch = 0;
+        self.own.fill(0);
+        for k in &mut self.known {
+            k.clear();
+        }
+    }
+
     fn next_epoch(&mut self) {
         self.epoch += 1;
         for k in &mut self.known {
@@ -437,6 +461,8 @@ struct Checker {
     objects: Vec<Object>,
     /// The static section's words, then the launch's dynamic bytes'.
     words: Vec<Word>,
+    /// The words this team touched, so the next team resets only those.
+    touched: Vec<usize>,
     clocks: Clocks,
     joins: HashMap<Meeting, Join>,
     /// Locks and critical sections: what their releases ordered so far in this epoch.
@@ -519,6 +545,9 @@ impl Checker {
             let Some(word) = self.words.get_mut(index) else {
                 return;
             };
+            if word.write.is_none() && word.reads.is_empty() {
+                self.touched.push(index);
+            }
             let mut found: Option<(Access, &'static str)> = None;
             if let Some(w) = word.write {
                 if !self.clocks.ordered(me, &w) {
@@ -625,6 +654,13 @@ mod tests {
 
     /// Runs `threads` threads of `body` on one team under the check; the check's verdict.
     fn checked(threads: u32, body: impl Fn() + Clone + 'static) -> Result<(), String> {
+        checked_teams(threads, &[Box::new(body)])
+    }
+
+    type Body = Box<dyn Fn()>;
+
+    /// Runs one team per body, one after another, under one check.
+    fn checked_teams(threads: u32, bodies: &[Body]) -> Result<(), String> {
         let objects = [VgpuSharedObject {
             address: base() as *const u8,
             bytes: 64,
@@ -655,9 +691,26 @@ mod tests {
         };
         let dynamic = [0u8; 16];
         let check = Launch::begin(&launch, "k", dynamic.as_ptr(), 16).expect("checked");
-        begin_team(0, threads);
-        run_team(0, 1, threads, 32, 64 << 10, body).expect("no deadlock");
+        for (team, body) in bodies.iter().enumerate() {
+            begin_team(team as u32, threads);
+            let body: &'static dyn Fn() = unsafe_static(body.as_ref());
+            run_team(
+                team as u32,
+                bodies.len() as u32,
+                threads,
+                32,
+                64 << 10,
+                body,
+            )
+            .expect("no deadlock");
+        }
         check.end()
+    }
+
+    /// The bodies outlive every team (run_team returns after its threads ended).
+    fn unsafe_static(body: &dyn Fn()) -> &'static dyn Fn() {
+        // SAFETY: `checked_teams` keeps the bodies alive until every team has run.
+        unsafe { std::mem::transmute::<&dyn Fn(), &'static dyn Fn()>(body) }
     }
 
     fn write(offset: usize) {
@@ -677,6 +730,37 @@ mod tests {
             _ => {}
         })
         .unwrap_err();
+        assert!(err.contains("racecheck found 1 hazard(s)"), "{err}");
+    }
+
+    #[test]
+    fn each_team_starts_with_team_memory_nobody_touched() {
+        // Team 0 writes words that team 1 then reads and writes from other threads: teams have
+        // their own team memory, so nothing of team 0 may be held against team 1 (only the
+        // words a team touched are reset for the next one).
+        let first: Body = Box::new(|| match team::thread() {
+            5 => write(8),
+            6 => read(12),
+            _ => {}
+        });
+        let second: Body = Box::new(|| match team::thread() {
+            40 => read(8),
+            41 => write(12),
+            _ => {}
+        });
+        checked_teams(64, &[first, second]).expect("no hazard across teams");
+        // A race inside a later team is still found.
+        let quiet: Body = Box::new(|| {
+            if team::thread() == 1 {
+                write(16)
+            }
+        });
+        let racy: Body = Box::new(|| match team::thread() {
+            5 => write(16),
+            40 => read(16),
+            _ => {}
+        });
+        let err = checked_teams(64, &[quiet, racy]).unwrap_err();
         assert!(err.contains("racecheck found 1 hazard(s)"), "{err}");
     }
 
