@@ -381,27 +381,17 @@ impl Region {
     }
 
     fn report(&mut self, endpoint: c_int) {
-        let device = self.device as usize;
-        if trace::wanted(device, trace::kind::TARGET) {
-            trace::record(
-                device,
-                trace::Record {
-                    kind: trace::kind::TARGET,
-                    time: trace::now(device),
-                    thread_id: trace::thread_id(),
+        if let Some(timing) = trace::start(self.device as usize, trace::kind::TARGET) {
+            timing.record(self.target_id, |_| trace::RecordBody {
+                target: trace::TargetRecord {
+                    kind: self.kind as c_int,
+                    endpoint,
+                    device_num: self.device,
+                    task_id: 0,
                     target_id: self.target_id,
-                    record: trace::RecordBody {
-                        target: trace::TargetRecord {
-                            kind: self.kind as c_int,
-                            endpoint,
-                            device_num: self.device,
-                            task_id: 0,
-                            target_id: self.target_id,
-                            codeptr_ra: self.codeptr,
-                        },
-                    },
+                    codeptr_ra: self.codeptr,
                 },
-            );
+            });
         }
         let task = task_data(&GET_TASK_DATA);
         if let Some(f) = callback(code::TARGET_EMI) {
@@ -627,34 +617,23 @@ fn data_op<T>(
             );
         }
     }
-    let traced = trace::wanted(device, trace::kind::DATA_OP);
-    let start = if traced { trace::begin(device) } else { 0 };
+    let timing = trace::start(device, trace::kind::DATA_OP);
     let result = perform();
     if let Ok(value) = &result {
-        if traced {
-            let (start, end) = trace::end(device, start);
-            trace::record(
-                device,
-                trace::Record {
-                    kind: trace::kind::DATA_OP,
-                    time: start,
-                    thread_id: trace::thread_id(),
-                    target_id,
-                    record: trace::RecordBody {
-                        data_op: trace::DataOpRecord {
-                            host_op_id,
-                            optype: op as c_int,
-                            src_addr: src as *mut c_void,
-                            src_device_num: src_device,
-                            dest_addr: dest_after(value) as *mut c_void,
-                            dest_device_num: dest_device,
-                            bytes,
-                            end_time: end,
-                            codeptr_ra: codeptr,
-                        },
-                    },
+        if let Some(timing) = timing {
+            timing.record(target_id, |end| trace::RecordBody {
+                data_op: trace::DataOpRecord {
+                    host_op_id,
+                    optype: op as c_int,
+                    src_addr: src as *mut c_void,
+                    src_device_num: src_device,
+                    dest_addr: dest_after(value) as *mut c_void,
+                    dest_device_num: dest_device,
+                    bytes,
+                    end_time: end,
+                    codeptr_ra: codeptr,
                 },
-            );
+            });
         }
         if emi.is_some() {
             call_emi(END, dest_after(value), &mut host_op_id);
@@ -833,28 +812,17 @@ pub fn submit<T>(device: usize, teams: u32, launch: impl FnOnce() -> T) -> T {
             f(target_id, host_op_id, teams);
         }
     }
-    let traced = trace::wanted(device, trace::kind::SUBMIT);
-    let start = if traced { trace::begin(device) } else { 0 };
+    let timing = trace::start(device, trace::kind::SUBMIT);
     let result = launch();
-    if traced {
-        let (start, end) = trace::end(device, start);
-        trace::record(
-            device,
-            trace::Record {
-                kind: trace::kind::SUBMIT,
-                time: start,
-                thread_id: trace::thread_id(),
-                target_id,
-                record: trace::RecordBody {
-                    kernel: trace::KernelRecord {
-                        host_op_id,
-                        requested_num_teams: teams,
-                        granted_num_teams: teams,
-                        end_time: end,
-                    },
-                },
+    if let Some(timing) = timing {
+        timing.record(target_id, |end| trace::RecordBody {
+            kernel: trace::KernelRecord {
+                host_op_id,
+                requested_num_teams: teams,
+                granted_num_teams: teams,
+                end_time: end,
             },
-        );
+        });
     }
     if emi.is_some() {
         call_emi(END, &mut host_op_id);

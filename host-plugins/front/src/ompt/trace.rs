@@ -137,7 +137,7 @@ fn wall_seconds(monotonic_ns: u64) -> f64 {
 
 /// Whether records of `kind` are wanted for `device`: tracing is started there, not paused,
 /// and the tool asked for the kind.
-pub fn wanted(device: usize, kind: i32) -> bool {
+fn wanted(device: usize, kind: i32) -> bool {
     TRACING.load(Ordering::Relaxed)
         && with_trace(Which::Number(device), |t| {
             t.callbacks.is_some() && !t.paused && t.wanted & (1 << kind) != 0
@@ -145,27 +145,56 @@ pub fn wanted(device: usize, kind: i32) -> bool {
         .unwrap_or(false)
 }
 
-/// The start of an operation to record: the device's clock now. Clears what the last
-/// operation of this thread left in [`rustomp_plugin::op_times`].
-pub fn begin(device: usize) -> u64 {
-    let _ = rustomp_plugin::op_times::take();
-    now(device)
+/// An operation being timed for a device's trace.
+pub struct Timing {
+    device: usize,
+    kind: i32,
+    start: u64,
 }
 
-/// The device's times of the operation begun at `start`: what its backend measured on the
-/// device itself if it did, else `start` and the device's clock now.
-pub fn end(device: usize, start: u64) -> (u64, u64) {
-    rustomp_plugin::op_times::take().unwrap_or_else(|| (start, now(device)))
+/// Starts timing an operation of `kind` on `device`: `None` unless the device's trace wants
+/// records of that kind. Clears what the last operation of this thread left in
+/// [`rustomp_plugin::op_times`].
+pub fn start(device: usize, kind: i32) -> Option<Timing> {
+    if !wanted(device, kind) {
+        return None;
+    }
+    let _ = rustomp_plugin::op_times::take();
+    Some(Timing {
+        device,
+        kind,
+        start: now(device),
+    })
+}
+
+impl Timing {
+    /// The operation ended: its record, for the construct `target_id`, with the body `body`
+    /// makes from the end time. The times are what its backend measured on the device if it
+    /// did, else the start and the device's clock now.
+    pub fn record(self, target_id: u64, body: impl FnOnce(u64) -> RecordBody) {
+        let (time, end) =
+            rustomp_plugin::op_times::take().unwrap_or_else(|| (self.start, now(self.device)));
+        record(
+            self.device,
+            Record {
+                kind: self.kind,
+                time,
+                thread_id: thread_id(),
+                target_id,
+                record: body(end),
+            },
+        );
+    }
 }
 
 /// The device's clock now (0 for a device not initialized for the tool).
-pub fn now(device: usize) -> u64 {
+fn now(device: usize) -> u64 {
     find(Which::Number(device)).map_or(0, |(d, _)| d.clock_ns())
 }
 
 /// Adds a record to `device`'s trace, asking the tool for a buffer when the current one is
 /// full (after handing that one back).
-pub fn record(device: usize, record: Record) {
+fn record(device: usize, record: Record) {
     with_trace(Which::Number(device), |t| {
         let Some((request, complete)) = t.callbacks else {
             return;
@@ -376,7 +405,7 @@ unsafe extern "C" fn translate_time(device: *mut c_void, time: u64) -> f64 {
 }
 
 /// The host thread's id in records (its kernel thread id, read once per thread).
-pub fn thread_id() -> u64 {
+fn thread_id() -> u64 {
     thread_local! {
         // SAFETY: gettid takes nothing and cannot fail.
         static ID: u64 = (unsafe { libc::gettid() }) as u64;

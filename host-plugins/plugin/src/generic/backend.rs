@@ -134,6 +134,26 @@ pub trait Backend: Send + Sync + 'static {
     /// # Safety
     /// `host` is writable for `bytes`; `device` is device memory holding `bytes`.
     unsafe fn copy_from_device(&self, host: *mut u8, device: u64, bytes: usize) -> Result<()>;
+    /// [`Self::copy_to_device`] or [`Self::copy_from_device`], by `direction`.
+    ///
+    /// # Safety
+    /// As the one `direction` names: `host` readable (to the device) or writable (from it) for
+    /// `bytes`, `device` device memory holding `bytes`.
+    unsafe fn copy_host(
+        &self,
+        direction: Direction,
+        host: u64,
+        device: u64,
+        bytes: usize,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match direction {
+                Direction::ToDevice => self.copy_to_device(device, host as *const u8, bytes),
+                Direction::FromDevice => self.copy_from_device(host as *mut u8, device, bytes),
+            }
+        }
+    }
     /// # Safety
     /// Both ranges are device memory of this device holding `bytes`.
     unsafe fn copy_within_device(&self, dst: u64, src: u64, bytes: usize) -> Result<()>;
@@ -205,16 +225,7 @@ pub trait Backend: Send + Sync + 'static {
     ) -> Result<()> {
         while let Some(piece) = next() {
             // SAFETY: the caller's contract for each piece.
-            unsafe {
-                match direction {
-                    Direction::ToDevice => {
-                        self.copy_to_device(piece.device, piece.pinned as *const u8, piece.bytes)
-                    }
-                    Direction::FromDevice => {
-                        self.copy_from_device(piece.pinned as *mut u8, piece.device, piece.bytes)
-                    }
-                }
-            }?;
+            unsafe { self.copy_host(direction, piece.pinned, piece.device, piece.bytes) }?;
             finished(piece);
         }
         Ok(())

@@ -99,12 +99,7 @@ impl<B: Backend> GenericDevice<B> {
             };
         }
         // SAFETY: the caller's contract.
-        unsafe {
-            match direction {
-                Direction::ToDevice => backend.copy_to_device(device, host as *const u8, bytes),
-                Direction::FromDevice => backend.copy_from_device(host as *mut u8, device, bytes),
-            }
-        }
+        unsafe { backend.copy_host(direction, host, device, bytes) }
     }
 }
 
