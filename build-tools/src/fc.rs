@@ -17,7 +17,8 @@
 //!
 //! A device link that fails on symbols nobody defines is explained: flang's device code calls
 //! its Fortran runtime (`_FortranA*`: I/O, array intrinsics, allocation) as host code does, and
-//! rustomp's GPU device runtime does not provide it (see [`refusal`]).
+//! rustomp's GPU device runtime provides only its output statements (`print`, `write`:
+//! `devicertl/src/fortran_io.rs`); the rest is named (see [`refusal`]).
 
 use crate::cc::{self, Runtime};
 use crate::devicertl;
@@ -148,8 +149,10 @@ pub fn refusal(undefined: &BTreeSet<String>) -> Vec<String> {
     undefined
         .iter()
         .map(|s| {
-            let why = if s.starts_with("_Fortran") {
-                "flang's Fortran runtime (I/O, array intrinsics, allocation, character operations) has no GPU build here"
+            let why = if s.starts_with("_FortranAio") {
+                "of flang's I/O runtime, the device has output statements to external units only: print and write, list-directed or formatted; no input, internal files, OPEN, non-advancing or namelist I/O"
+            } else if s.starts_with("_Fortran") {
+                "flang's Fortran runtime (array intrinsics, allocation, character operations) has no GPU build here; of it the device has print and write only"
             } else if s.starts_with("__ocml_") || s.starts_with("__ockl_") {
                 "ROCm's device math library, which -nogpulib leaves out"
             } else if s.starts_with("__kmpc_") || s.starts_with("omp_") || s.starts_with("ompx_") {
@@ -221,7 +224,7 @@ mod tests {
 
     #[test]
     fn unresolved_fortran_runtime_calls_are_named() {
-        let log = "nvlink error   : Undefined reference to '_FortranAioBeginExternalListOutput' in '/tmp/a.cubin'\n\
+        let log = "nvlink error   : Undefined reference to '_FortranAioBeginExternalListInput' in '/tmp/a.cubin'\n\
                    ld.lld: error: undefined symbol: _FortranASumReal8\n\
                    /usr/bin/ld: /tmp/a-0323e5-x86_64-pc-linux-gnu-generic-fe56a3.o: in function `k':\n\
                    FIRModule:(.text+0x1f): undefined reference to `__kmpc_target_init'\n\
@@ -232,14 +235,14 @@ mod tests {
             undefined.iter().map(String::as_str).collect::<Vec<_>>(),
             [
                 "_FortranASumReal8",
-                "_FortranAioBeginExternalListOutput",
+                "_FortranAioBeginExternalListInput",
                 "__kmpc_target_init"
             ]
         );
         let lines = refusal(&undefined);
         assert_eq!(
             lines[1],
-            "flang's device code calls _FortranAioBeginExternalListOutput, which rustomp's device runtime does not provide (flang's Fortran runtime (I/O, array intrinsics, allocation, character operations) has no GPU build here)"
+            "flang's device code calls _FortranAioBeginExternalListInput, which rustomp's device runtime does not provide (of flang's I/O runtime, the device has output statements to external units only: print and write, list-directed or formatted; no input, internal files, OPEN, non-advancing or namelist I/O)"
         );
     }
 }

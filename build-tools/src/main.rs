@@ -53,6 +53,8 @@ Commands:
   test --remote       only the host build and the remote-offload tests (Open MPI, mpirun on localhost)
   test --probes       only the runtime builds and the ABI probes (device symbols, sm_90/gfx90a links,
                       gfx90a registers)
+  test --fortran      only the runtime builds and Fortran's runtime calls in device code (print and
+                      write on the virtual GPU against the host's, sm_90/gfx90a links, refusals)
   test --gpu          the corpus on a GPU (RUSTOMP_GPU_ARCH, default sm_90; gfx* for AMD); skipped without its driver
   test --sanitize     ThreadSanitizer over the emulation, plugin and host-library tests, Miri over
                       the pure-Rust ones (nightly toolchain)
@@ -151,6 +153,7 @@ fn dispatch(args: &[String]) -> Result<i32> {
                     "--remote",
                     "--vgpu",
                     "--probes",
+                    "--fortran",
                 ],
             )?;
             if f[2] {
@@ -163,6 +166,7 @@ fn dispatch(args: &[String]) -> Result<i32> {
                 remote_only: f[4],
                 vgpu_only: f[5],
                 probes_only: f[6],
+                fortran_only: f[7],
             });
         }
         "bench" => {

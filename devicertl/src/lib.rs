@@ -26,6 +26,11 @@
 
 pub mod arch;
 pub mod env;
+// GPU builds only (and its tests): the virtual GPU's hardware library links the host build of
+// this crate and exports its symbols, where flang's own `_FortranAio*` would be found instead of
+// the program's.
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu", test))]
+pub mod fortran_io;
 pub mod heap;
 pub mod host_call;
 pub mod ids;

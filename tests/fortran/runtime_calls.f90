@@ -2,8 +2,8 @@
 ! On the CPU plugin the x86_64 image links flang's runtime like host code does, so formatted
 ! output, trim and an allocatable assignment of a derived type work there; cargo xtask test
 ! runs it and looks for the line it prints. For sm_90 and gfx90a the device link fails and
-! `cargo xtask fc` must name _FortranAioBeginExternalFormattedOutput as missing from rustomp's device
-! runtime.
+! `cargo xtask fc` must name _FortranATrim as missing from rustomp's device runtime (the print
+! links: the device runtime has flang's output statements).
 program runtime_calls
   use omp_lib
   implicit none

@@ -1,10 +1,10 @@
-! HOST-ONLY: a GPU link refuses Fortran I/O in a target region today (issue 34's GPU part)
 ! EXPECT-ORDER: step 1 on the host
 ! EXPECT-ORDER: step 2 in the region
 ! EXPECT-ORDER: step 3 on the host
 ! EXPECT-ORDER: step 4 in the region
 ! EXPECT-ORDER: step 5 on the host
-! print in a target region comes out in program order (issue 34, item 9). On the CPU plugin the
+! print in a target region comes out in program order (issue 34, item 9; on a GPU the device's
+! statements are replayed into the program's flang runtime, in order). On the CPU plugin the
 ! image carries its own copy of flang's runtime, whose unit 6 buffered apart from the
 ! program's: the region's lines came out at exit, after the program's later lines ("step 3"
 ! before "step 2").

@@ -1,21 +1,29 @@
-//! Fortran's device-side runtime calls, end to end through `cargo xtask fc`
-//! (`tests/fortran/runtime_calls.f90`: a formatted `print`, `trim` and an allocatable
-//! assignment of a derived type inside a target region):
+//! Fortran's runtime calls in device code, end to end through `cargo xtask fc`:
 //!
-//! - x86_64: the image links flang's runtime and `host-devicertl`; the program runs on the CPU
-//!   plugin under `mandatory` and prints `device says 42` from the region;
-//! - sm_90 and gfx90a: the device link fails, and the compile's output names
-//!   `_FortranAioBeginExternalFormattedOutput` as a call rustomp's device runtime does not provide.
+//! - `tests/fortran/runtime_calls.f90` (a formatted `print`, `trim` and an allocatable
+//!   assignment of a derived type inside a target region): on x86_64 the image links flang's
+//!   runtime and `host-devicertl`, and the program runs on the CPU plugin under `mandatory` and
+//!   prints `device says 42` from the region; for sm_90 and gfx90a the device link fails, and
+//!   the compile's output names `_FortranATrim` as a call rustomp's device runtime does not
+//!   provide (the `print` links: see below);
+//! - `tests/fortran/device_output.f90` (`print` and `write` of every kind of item from a target
+//!   region): for sm_90 it runs on the virtual GPU, and its output must equal, byte for byte,
+//!   the same binary's with `OMP_TARGET_OFFLOAD=disabled` (the region's statements run by the
+//!   host's flang runtime); for gfx90a it must link.
 use super::programs::run_compile;
 use crate::cc::Runtime;
 use crate::util::{self, at, Result};
+use std::path::Path;
 use std::process::Command;
 
 const PROGRAM: &str = "tests/fortran/runtime_calls.f90";
 /// What the region prints.
 const PRINTED: &str = "device says 42";
 /// The refusal the GPU links must print.
-const REFUSED: &str = "flang's device code calls _FortranAioBeginExternalFormattedOutput, which rustomp's device runtime does not provide";
+const REFUSED: &str =
+    "flang's device code calls _FortranATrim, which rustomp's device runtime does not provide";
+/// Output statements from a target region.
+const DEVICE_OUTPUT: &str = "tests/fortran/device_output.f90";
 
 pub fn run() -> Result<()> {
     if util::which(crate::paths::FLANG).is_none() {
@@ -95,6 +103,7 @@ pub fn run() -> Result<()> {
             failures.push(arch.to_string());
         }
     }
+    failures.extend(device_output(&out));
     if !failures.is_empty() {
         crate::bail!(
             "Fortran device-runtime checks failing: {} (logs in {})",
@@ -103,4 +112,85 @@ pub fn run() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Builds [`DEVICE_OUTPUT`] for sm_90 and gfx90a; runs the sm_90 build on the virtual GPU and
+/// on the host, and compares. Returns what failed.
+fn device_output(out: &Path) -> Vec<String> {
+    let src = at(DEVICE_OUTPUT).display().to_string();
+    let mut failures = Vec::new();
+    for arch in ["sm_90", "gfx90a"] {
+        let exe = out.join(format!("device_output-{arch}"));
+        let log = out.join(format!("device_output-{arch}.log"));
+        let args = [
+            "-O2".to_string(),
+            format!("--offload-arch={arch}"),
+            src.clone(),
+            "-o".into(),
+            exe.display().to_string(),
+        ];
+        if run_compile(crate::fc::command(Runtime::Ours, &args), true, &log).is_err() {
+            println!(
+                "fortran: print and write in a target region, {arch}: FAIL: does not link, see {}",
+                util::show(&log)
+            );
+            failures.push(format!("device output {arch}"));
+            continue;
+        }
+        if arch != "sm_90" {
+            println!("fortran: print and write in a target region, {arch}: links");
+            continue;
+        }
+        // Its virtual-GPU image, as `cargo xtask fc` adds it.
+        let image = crate::vgpu_build::program_build(&args)
+            .ok_or_else(|| "not a build that links an nvptx program".to_string())
+            .and_then(|build| crate::vgpu_build::build_for_program(false, &build).map_err(|e| e.0));
+        if let Err(why) = image {
+            println!("fortran: print and write in a target region, sm_90: FAIL: no virtual-GPU image: {why}");
+            failures.push("device output sm_90".into());
+            continue;
+        }
+        let run = |offload: &str, vgpu: &str| {
+            Command::new(&exe)
+                .current_dir(out)
+                .env("OMP_TARGET_OFFLOAD", offload)
+                .env("RUSTOMP_VGPU", vgpu)
+                .output()
+        };
+        match (run("mandatory", "1"), run("disabled", "0")) {
+            (Ok(device), Ok(host))
+                if device.status.success()
+                    && host.status.success()
+                    && device.stdout == host.stdout
+                    && device.stderr.is_empty() =>
+            {
+                println!(
+                    "fortran: print and write in a target region, sm_90 on the virtual GPU: ok, {} lines as the host prints them",
+                    device.stdout.split(|&b| b == b'\n').count() - 1
+                );
+            }
+            (Ok(device), Ok(host)) => {
+                let device_file = out.join("device_output-sm_90.device.txt");
+                let host_file = out.join("device_output-sm_90.host.txt");
+                let _ = std::fs::write(
+                    &device_file,
+                    [&device.stdout[..], &device.stderr[..]].concat(),
+                );
+                let _ = std::fs::write(&host_file, &host.stdout);
+                println!(
+                    "fortran: print and write in a target region, sm_90 on the virtual GPU: FAIL: {} on the device, {} on the host; the outputs differ: {} vs {}",
+                    util::describe(device.status),
+                    util::describe(host.status),
+                    util::show(&device_file),
+                    util::show(&host_file)
+                );
+                failures.push("device output sm_90".into());
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                println!("fortran: print and write in a target region, sm_90: FAIL: {e}");
+                failures.push("device output sm_90".into());
+            }
+        }
+    }
+    failures
 }

@@ -13,6 +13,7 @@
 //! through bytes), so those byte images need no hand-written offsets.
 #![no_std]
 
+pub mod fortran_output;
 pub mod ompt;
 
 use core::ffi::{c_char, c_void};

@@ -18,7 +18,6 @@
 pub mod call;
 mod device_number;
 pub mod faults;
-mod fortran_units;
 mod got;
 mod indirect;
 mod kernel_stack;
@@ -223,8 +222,8 @@ pub struct HostImage {
     /// Whether `gpu_style_kernels` holds any: clang's images have none, and their launches skip
     /// the lock.
     any_gpu_style: std::sync::atomic::AtomicBool,
-    /// The image's own copy of flang's runtime, if it has one (see `fortran_units`).
-    fortran: Option<fortran_units::FortranRuntime>,
+    /// The image's own copy of flang's runtime, if it has one (see `rustomp_plugin::fortran`).
+    fortran: Option<rustomp_plugin::fortran::FortranRuntime>,
 }
 
 impl HostImage {
@@ -251,7 +250,7 @@ impl HostImage {
             any_gpu_style: Default::default(),
             fortran: None,
         };
-        loaded.fortran = fortran_units::FortranRuntime::find(|name| {
+        loaded.fortran = rustomp_plugin::fortran::FortranRuntime::find(|name| {
             loaded
                 .object
                 .lookup(&name.to_string_lossy())
@@ -376,7 +375,7 @@ impl LoadedImage for HostImage {
         };
         let program_fortran = self
             .fortran
-            .and_then(|_| fortran_units::FortranRuntime::program());
+            .and_then(|_| rustomp_plugin::fortran::FortranRuntime::program());
         if let Some(program) = program_fortran {
             program.flush_output();
         }

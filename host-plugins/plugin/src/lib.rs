@@ -15,6 +15,7 @@
 //! turn it into an integer.
 
 pub mod diag;
+pub mod fortran;
 pub mod generic;
 pub mod geometry;
 pub mod host_call;

@@ -103,6 +103,13 @@ impl<B: Backend> GenericImage<B> {
             &layout::device_environment_bytes(&core.environment),
         )?;
         loaded.host_call = loaded.open_host_call_port()?;
+        if loaded.host_call.is_some() {
+            // Fortran `print` / `write` from the device reach the host through the port.
+            loaded.write_global(
+                rustomp_abi::fortran_output::SERVER_SYMBOL,
+                &crate::fortran::output::server_address().to_le_bytes(),
+            )?;
+        }
         loaded.printf_buffer = loaded
             .lookup_global(PRINTF_BUFFER)?
             .filter(|g| g.size > PRINTF_HEADER_BYTES);
