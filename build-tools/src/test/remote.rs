@@ -8,6 +8,9 @@
 //!    (also with every MPI call funneled through one thread, `RUSTOMP_REMOTE_THREADS`), and
 //!    (4 ranks) on three proxies' devices (copies from rank to rank);
 //! 3. `tests/remote/same_results.c`: one kernel on a local and a remote device, bit-identical;
+//!    and OMPT device tracing (corpus 235) on a remote device whose rank's clock runs 5 s ahead
+//!    (`RUSTOMP_PROXY_CLOCK_SKEW_NS`): the rank times each copy and kernel, and the records'
+//!    translated times must fall inside their constructs' host times;
 //! 4. `rustomp-info` under mpirun lists the remote devices as (rank, local device); a program
 //!    started by mpirun without proxies runs on its own devices;
 //! 5. `tests/remote/proxy_failure.c`: the proxy stopped (SIGSTOP) or killed (SIGKILL, under
@@ -66,6 +69,13 @@ const MULTI: &[&str] = &[
     "110_cross_device_mapped_copies",
 ];
 
+/// The OMPT device-tracing program, run on a remote device whose rank's clock is
+/// [`CLOCK_SKEW_NS`] ahead: its records must come back translated into the application's time.
+const TRACED: &str = "235_ompt_device_tracing";
+/// How far the traced proxy's clock is set ahead (`RUSTOMP_PROXY_CLOCK_SKEW_NS`): five seconds,
+/// far outside the slack the program allows.
+const CLOCK_SKEW_NS: &str = "5000000000";
+
 /// The remote timeout the failure tests run with (`RUSTOMP_REMOTE_TIMEOUT`, seconds).
 const FAULT_TIMEOUT_S: u64 = 2;
 /// Per-run limit: ample for any of these programs; reaching it is a hang.
@@ -97,6 +107,7 @@ pub fn run() -> Result<()> {
     let mut sources: Vec<PathBuf> = SINGLE
         .iter()
         .chain(MULTI)
+        .chain([&TRACED])
         .map(|name| corpus.join(format!("{name}.c")))
         .collect();
     sources.extend(
@@ -192,6 +203,20 @@ pub fn run() -> Result<()> {
             );
         }
     }
+    // 2b. Device tracing of a remote device: its rank's times, translated.
+    let skewed = Job {
+        config: "skewed-clock",
+        proxies: &[1],
+        app_devices: 0,
+        env: &[],
+        all_ranks: &[("RUSTOMP_PROXY_CLOCK_SKEW_NS", CLOCK_SKEW_NS)],
+        recovery: false,
+    };
+    check(
+        &format!("{TRACED} ({})", skewed.config),
+        exits_zero(&tools, &skewed, &exe(TRACED))
+            .and_then(|()| expect_in(&log_of(&exe(TRACED), skewed.config), &["device tracing: "])),
+    );
     // 3. The same results on a local and a remote device.
     check(
         "same_results (local-and-remote)",

@@ -10,6 +10,7 @@ use crate::connection::Connection;
 use crate::link::{unexpected, Bulk};
 use crate::wire::{Kind, Reply, Request};
 use rustomp_plugin::layout::IndirectTable;
+use rustomp_plugin::{monotonic_ns, op_times};
 use rustomp_plugin::{
     AllocKind, Device, DeviceGlobal, ErrorKind, ImageInfo, KernelHandle, LaunchConfig, LoadedImage,
     OffloadError, Result,
@@ -17,6 +18,7 @@ use rustomp_plugin::{
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// What a remote device and its images share.
@@ -28,6 +30,10 @@ struct Place {
     local: u32,
     /// "remote device 4 (rank 0, host device 1)".
     name: String,
+    /// Whether the proxy was told that a tool traces (its replies then carry times).
+    traced: AtomicBool,
+    /// The rank's clock minus ours, in nanoseconds, once measured.
+    clock_offset: OnceLock<i64>,
 }
 
 impl Place {
@@ -44,6 +50,49 @@ impl Place {
             Reply::Done => Ok(()),
             _ => Err(unexpected(kind).context(&self.name)),
         }
+    }
+
+    /// A copy or a launch. While a tool traces, the proxy is told so and answers with the
+    /// operation's times on its clock, which are left for the trace (`op_times`; the device's
+    /// `clock_to_host_ns` translates them).
+    fn operation(&self, request: &Request, bulk: Bulk, what: &dyn Fn() -> String) -> Result<()> {
+        let wanted = op_times::wanted();
+        if self.traced.load(Ordering::Relaxed) != wanted {
+            self.done(&Request::Trace { on: wanted }, Bulk::None)?;
+            self.traced.store(wanted, Ordering::Relaxed);
+        }
+        let kind = request.kind();
+        match self.call(request, bulk, what)? {
+            Reply::Done => Ok(()),
+            Reply::Timed(start, end) => {
+                op_times::record(start, end);
+                Ok(())
+            }
+            _ => Err(unexpected(kind).context(&self.name)),
+        }
+    }
+
+    /// The rank's clock minus ours: of a few readings, the one with the shortest round trip,
+    /// taken at its midpoint (0 when the rank cannot be asked).
+    fn clock_offset(&self) -> i64 {
+        *self.clock_offset.get_or_init(|| {
+            let mut best: Option<(u64, i64)> = None;
+            for _ in 0..5 {
+                let sent = monotonic_ns();
+                let Ok(Reply::Value(remote)) =
+                    self.call(&Request::Clock, Bulk::None, &|| "clock reading".into())
+                else {
+                    break;
+                };
+                let back = monotonic_ns();
+                let round_trip = back.saturating_sub(sent);
+                let offset = remote.wrapping_sub(sent + round_trip / 2) as i64;
+                if best.is_none_or(|(shortest, _)| round_trip < shortest) {
+                    best = Some((round_trip, offset));
+                }
+            }
+            best.map_or(0, |(_, offset)| offset)
+        })
     }
 }
 
@@ -69,6 +118,8 @@ impl RemoteDevice {
                 "remote device {global} (rank {}, {} device {})",
                 connection.link.ranks[rank].rank, info.plugin, info.index
             ),
+            traced: AtomicBool::new(false),
+            clock_offset: OnceLock::new(),
         };
         place.done(
             &Request::OpenDevice {
@@ -164,14 +215,11 @@ impl Device for RemoteDevice {
             bytes: bytes as u64,
         };
         // The host buffer goes out as it is, in fragments: no staging copy here.
-        match self.place.call(
+        self.place.operation(
             &request,
             Bulk::Out(host as *const u8, bytes as u64),
             &|| format!("copy of {bytes} bytes to {device:p}"),
-        )? {
-            Reply::Done => Ok(()),
-            _ => Err(unexpected(Kind::CopyTo).context(&self.place.name)),
-        }
+        )
     }
 
     unsafe fn copy_from_device(
@@ -188,14 +236,10 @@ impl Device for RemoteDevice {
             src: address(device),
             bytes: bytes as u64,
         };
-        match self
-            .place
-            .call(&request, Bulk::In(host as *mut u8, bytes as u64), &|| {
+        self.place
+            .operation(&request, Bulk::In(host as *mut u8, bytes as u64), &|| {
                 format!("copy of {bytes} bytes from {device:p}")
-            })? {
-            Reply::Done => Ok(()),
-            _ => Err(unexpected(Kind::CopyFrom).context(&self.place.name)),
-        }
+            })
     }
 
     unsafe fn copy_within_device(
@@ -207,7 +251,7 @@ impl Device for RemoteDevice {
         if bytes == 0 {
             return Ok(());
         }
-        self.place.done(
+        self.place.operation(
             &Request::CopyWithin {
                 device: self.place.local,
                 dst: address(dst),
@@ -215,6 +259,7 @@ impl Device for RemoteDevice {
                 bytes: bytes as u64,
             },
             Bulk::None,
+            &|| format!("copy of {bytes} bytes within the device"),
         )
     }
 
@@ -330,6 +375,16 @@ impl Device for RemoteDevice {
             self.mpi_rank(),
             self.link().ranks[self.place.rank].hello.hostname
         ))
+    }
+
+    /// The rank's clock (the time base of its devices' trace times), read as ours plus the
+    /// measured offset.
+    fn clock_ns(&self) -> u64 {
+        monotonic_ns().wrapping_add_signed(self.place.clock_offset())
+    }
+
+    fn clock_to_host_ns(&self, device_ns: u64) -> u64 {
+        device_ns.wrapping_add_signed(self.place.clock_offset().wrapping_neg())
     }
 
     fn describe(&self) -> String {
@@ -459,13 +514,8 @@ impl LoadedImage for RemoteImage {
             config: *config,
             args: args.iter().map(|a| *a as usize as u64).collect(),
         };
-        match self
-            .place
-            .call(&request, Bulk::None, &|| format!("launch of '{name}'"))?
-        {
-            Reply::Done => Ok(()),
-            _ => Err(unexpected(Kind::Launch).context(&self.place.name)),
-        }
+        self.place
+            .operation(&request, Bulk::None, &|| format!("launch of '{name}'"))
     }
 
     fn set_indirect_table(&self, table: &IndirectTable) -> Result<()> {

@@ -28,7 +28,7 @@ pub use request::Request;
 /// "RMPI" read as a little-endian u32.
 pub const MAGIC: u32 = u32::from_le_bytes(*b"RMPI");
 /// The protocol version both sides must speak (checked in every header and at `Hello`).
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Set in a reply's kind.
 pub const REPLY: u16 = 0x8000;
 /// The largest control message either side accepts. Larger payloads (images, copies) go as
@@ -161,9 +161,11 @@ pub enum Kind {
     SetIndirect = 20,
     Synchronize = 21,
     Baseline = 22,
+    Trace = 23,
+    Clock = 24,
 }
 
-const KINDS: [Kind; 22] = [
+const KINDS: [Kind; 24] = [
     Kind::Hello,
     Kind::Ping,
     Kind::Stop,
@@ -186,6 +188,8 @@ const KINDS: [Kind; 22] = [
     Kind::SetIndirect,
     Kind::Synchronize,
     Kind::Baseline,
+    Kind::Trace,
+    Kind::Clock,
 ];
 
 impl Kind {
@@ -218,6 +222,8 @@ impl Kind {
             Kind::SetIndirect => "indirect-call table",
             Kind::Synchronize => "synchronize",
             Kind::Baseline => "baseline measurement",
+            Kind::Trace => "tracing switch",
+            Kind::Clock => "clock reading",
         }
     }
 }

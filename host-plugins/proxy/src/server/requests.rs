@@ -3,6 +3,39 @@
 //! between devices of this node, the plain-MPI baseline).
 
 use super::*;
+use rustomp_plugin::{monotonic_ns, op_times};
+
+/// Set (signed nanoseconds) to make this proxy's clock run that far from the host's: the
+/// remote-offload test's check that the application translates a rank's times.
+pub const CLOCK_SKEW_VARIABLE: &str = "RUSTOMP_PROXY_CLOCK_SKEW_NS";
+
+/// A time of the host's monotonic clock as this proxy's clock (its devices' time base).
+fn proxy_clock(host_ns: u64) -> u64 {
+    static SKEW: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    let skew = *SKEW.get_or_init(|| {
+        std::env::var(CLOCK_SKEW_VARIABLE)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    });
+    host_ns.wrapping_add_signed(skew)
+}
+
+/// Does `work` and answers it: `Done`, or while a tool traces, `Timed` with the operation's
+/// start and end on the proxy's clock: the device's own times when its backend recorded them
+/// (CUDA events, HSA timestamps), else the clock read around the work (the CPU plugin's).
+fn timed(work: impl FnOnce() -> Result<(), Failure>) -> Result<Reply, Failure> {
+    if !op_times::wanted() {
+        work()?;
+        return Ok(Reply::Done);
+    }
+    let _ = op_times::take();
+    let start = monotonic_ns();
+    work()?;
+    let end = monotonic_ns();
+    let (start, end) = op_times::take().unwrap_or((start, end));
+    Ok(Reply::Timed(proxy_clock(start), proxy_clock(end)))
+}
 
 impl Server {
     pub(super) fn carry_out(&self, id: u64, request: Request) -> Result<Reply, Failure> {
@@ -190,21 +223,30 @@ impl Server {
                 let opened = self.opened(device)?;
                 self.check(&opened, dst, bytes)?;
                 let peer = self.peer(self.app, data_tag, bytes)?;
-                // SAFETY: the range was checked to lie in the device's memory.
-                unsafe {
-                    transfer::receive(self.mpi, &*opened.device, opened.direct, dst, bytes, &peer)
-                }?;
-                Ok(Reply::Done)
+                timed(|| {
+                    // SAFETY: the range was checked to lie in the device's memory.
+                    unsafe {
+                        transfer::receive(
+                            self.mpi,
+                            &*opened.device,
+                            opened.direct,
+                            dst,
+                            bytes,
+                            &peer,
+                        )
+                    }
+                })
             }
             Request::CopyFrom { device, src, bytes } => {
                 let opened = self.opened(device)?;
                 self.check(&opened, src, bytes)?;
                 let peer = self.peer(self.app, data_tag, bytes)?;
-                // SAFETY: as above.
-                unsafe {
-                    transfer::send(self.mpi, &*opened.device, opened.direct, src, bytes, &peer)
-                }?;
-                Ok(Reply::Done)
+                timed(|| {
+                    // SAFETY: as above.
+                    unsafe {
+                        transfer::send(self.mpi, &*opened.device, opened.direct, src, bytes, &peer)
+                    }
+                })
             }
             Request::CopyWithin {
                 device,
@@ -215,16 +257,17 @@ impl Server {
                 let opened = self.opened(device)?;
                 self.check(&opened, dst, bytes)?;
                 self.check(&opened, src, bytes)?;
-                // SAFETY: both ranges checked.
-                unsafe {
-                    opened.device.copy_within_device(
-                        dst as usize as *mut c_void,
-                        src as usize as *const c_void,
-                        bytes as usize,
-                    )
-                }
-                .map_err(offload)?;
-                Ok(Reply::Done)
+                timed(|| {
+                    // SAFETY: both ranges checked.
+                    unsafe {
+                        opened.device.copy_within_device(
+                            dst as usize as *mut c_void,
+                            src as usize as *const c_void,
+                            bytes as usize,
+                        )
+                    }
+                    .map_err(offload)
+                })
             }
             Request::CopyLocal {
                 src_device,
@@ -359,11 +402,17 @@ impl Server {
                 };
                 let args: Vec<*mut c_void> =
                     args.iter().map(|a| *a as usize as *mut c_void).collect();
-                // SAFETY: the application passes the values its kernel takes, as it would to a
-                // local device (the kernel's own parameters are checked by GPU plugins).
-                unsafe { loaded.image.launch(handle, &args, &config) }.map_err(offload)?;
+                timed(|| {
+                    // SAFETY: the application passes the values its kernel takes, as it would
+                    // to a local device (the kernel's own parameters are checked by GPU plugins).
+                    unsafe { loaded.image.launch(handle, &args, &config) }.map_err(offload)
+                })
+            }
+            Request::Trace { on } => {
+                op_times::set_wanted(on);
                 Ok(Reply::Done)
             }
+            Request::Clock => Ok(Reply::Value(proxy_clock(monotonic_ns()))),
             Request::SetIndirect { image, pairs } => {
                 let loaded = self.loaded(image)?;
                 let table = IndirectTable::new(

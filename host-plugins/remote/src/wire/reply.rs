@@ -41,6 +41,8 @@ pub enum Reply {
     Kernel(Option<u64>),
     /// A global's device address and size.
     Global(Option<(u64, u64)>),
+    /// A copy or launch done while traced: its start and end on the proxy's clock.
+    Timed(u64, u64),
 }
 
 /// A reply's status other than success: the failure's class and message.
@@ -92,6 +94,10 @@ impl Reply {
                         }
                     }
                     Reply::Value(v) => w.u64(*v),
+                    Reply::Timed(start, end) => {
+                        w.u64(*start);
+                        w.u64(*end);
+                    }
                     Reply::Kernel(k) => w.option_u64(*k),
                     Reply::Global(g) => match g {
                         None => w.u8(0),
@@ -192,7 +198,13 @@ impl Reply {
                 }
                 Reply::Compatibility(list)
             }
-            Kind::Alloc | Kind::LoadImage => Reply::Value(r.u64()?),
+            Kind::Alloc | Kind::LoadImage | Kind::Clock => Reply::Value(r.u64()?),
+            // Timed while the proxy is traced, else nothing.
+            Kind::CopyTo | Kind::CopyFrom | Kind::CopyWithin | Kind::Launch
+                if r.remaining() > 0 =>
+            {
+                Reply::Timed(r.u64()?, r.u64()?)
+            }
             Kind::Kernel => Reply::Kernel(r.option_u64()?),
             Kind::Global => Reply::Global(if r.bool()? {
                 Some((r.u64()?, r.u64()?))

@@ -116,6 +116,13 @@ pub enum Request {
         bytes: u64,
         iterations: u32,
     },
+    /// A tool traces the proxy's devices (or no longer does): while on, the replies to copies
+    /// and launches carry the device's times of the operation on the proxy's clock.
+    Trace {
+        on: bool,
+    },
+    /// The proxy's clock now (its devices' time base), for the application to translate.
+    Clock,
 }
 
 impl Request {
@@ -142,6 +149,8 @@ impl Request {
             Request::Launch { .. } => Kind::Launch,
             Request::SetIndirect { .. } => Kind::SetIndirect,
             Request::Synchronize { .. } => Kind::Synchronize,
+            Request::Trace { .. } => Kind::Trace,
+            Request::Clock => Kind::Clock,
             Request::Baseline { .. } => Kind::Baseline,
         }
     }
@@ -151,7 +160,8 @@ impl Request {
         let mut w = Writer::default();
         match self {
             Request::Hello { version } => w.u32(*version),
-            Request::Ping | Request::Stop => {}
+            Request::Ping | Request::Stop | Request::Clock => {}
+            Request::Trace { on } => w.u8(u8::from(*on)),
             Request::StoreImage {
                 hash,
                 bytes,
@@ -414,6 +424,8 @@ impl Request {
                 Request::SetIndirect { image, pairs }
             }
             Kind::Synchronize => Request::Synchronize { device: r.u32()? },
+            Kind::Trace => Request::Trace { on: r.bool()? },
+            Kind::Clock => Request::Clock,
             Kind::Baseline => Request::Baseline {
                 mode: r.u32()?,
                 bytes: r.u64()?,

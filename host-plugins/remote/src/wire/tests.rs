@@ -105,6 +105,8 @@ pub(crate) fn every_request() -> Vec<Request> {
             bytes: 1 << 20,
             iterations: 10,
         },
+        Request::Trace { on: true },
+        Request::Clock,
     ]
 }
 
@@ -155,6 +157,9 @@ pub(crate) fn every_reply() -> Vec<(Kind, Result<Reply, Failure>)> {
         (Kind::Global, Ok(Reply::Global(Some((0x1000, 8))))),
         (Kind::Global, Ok(Reply::Global(None))),
         (Kind::Launch, Ok(Reply::Done)),
+        (Kind::Launch, Ok(Reply::Timed(5_000, 7_000))),
+        (Kind::CopyFrom, Ok(Reply::Timed(1, 2))),
+        (Kind::Clock, Ok(Reply::Value(123_456_789))),
         (
             Kind::CopyTo,
             Err((
