@@ -8,6 +8,9 @@
 //!   bounds and race checks. Volatile accesses are checked (clang's inter-warp reduction copy
 //!   moves values through team memory with them); atomic ones are not: they are how threads
 //!   wait for each other, and compute-sanitizer's racecheck does not report them either.
+//! - Every atomic read-modify-write (`atomicrmw`, `cmpxchg`) through a generic or global
+//!   pointer is preceded by `__vgpu_host_atomic(address, site)` (`_as1`): one that lands in host
+//!   memory the device reaches over the bus stops the program, as PCIe has no host atomics.
 //! - Every call through a pointer is preceded by `__vgpu_indirect_call(callee, site)`: on a
 //!   GPU, a call to a host address (a host function pointer the program did not translate)
 //!   faults; here the host code would run, silently, so the hardware stops it and names it.
@@ -49,6 +52,8 @@ declare void @__vgpu_shared_access(ptr, i64, i32, ptr)
 declare void @__vgpu_shared_access_as3(ptr addrspace(3), i64, i32, ptr)
 declare void @__vgpu_indirect_call(ptr, ptr)
 declare void @__vgpu_omp_barrier(i32, ptr)
+declare void @__vgpu_host_atomic(ptr, ptr)
+declare void @__vgpu_host_atomic_as1(ptr addrspace(1), ptr)
 ";
 
 /// The module with its team-memory accesses and indirect calls checked (see the module's
@@ -87,6 +92,18 @@ pub fn instrument(ll: &str) -> String {
                     &line[args_at + close + 1..]
                 );
                 continue;
+            }
+            if let Some(pointer) = atomic_target(line) {
+                let site = state.site(&function, dbg_of(line).and_then(|d| metadata.location(d)));
+                let callee = if pointer.starts_with("ptr addrspace(1) ") {
+                    "__vgpu_host_atomic_as1"
+                } else {
+                    "__vgpu_host_atomic"
+                };
+                let _ = writeln!(
+                    out,
+                    "  call void @{callee}({pointer}, ptr @__vgpu_site.{site})"
+                );
             }
             if let Some(checks) = access_of(line) {
                 for (pointer, bytes, kind) in checks {
@@ -283,6 +300,29 @@ fn access_of(line: &str) -> Option<Vec<(String, String, u32)>> {
         }
     }
     (!checks.is_empty()).then_some(checks)
+}
+
+/// The pointer operand of an atomic read-modify-write (`atomicrmw`, `cmpxchg`) through a
+/// generic or global pointer, as written (`ptr %p`, `ptr addrspace(1) %p`): the ones that may
+/// reach host memory (team and local memory never are).
+fn atomic_target(line: &str) -> Option<String> {
+    let body = line.trim_start();
+    let body = match body.find(" = ") {
+        Some(eq) if body.starts_with('%') => &body[eq + 3..],
+        _ => body,
+    };
+    let rest = if let Some(rest) = body.strip_prefix("atomicrmw ") {
+        let rest = rest.strip_prefix("volatile ").unwrap_or(rest);
+        // The operation (`add`, `xchg`, `fadd`, ...).
+        rest.split_once(' ')?.1
+    } else {
+        let rest = body.strip_prefix("cmpxchg ")?;
+        let rest = rest.strip_prefix("weak ").unwrap_or(rest);
+        rest.strip_prefix("volatile ").unwrap_or(rest)
+    };
+    let pointer = split_top_level(rest).first()?.trim().to_string();
+    let generic = pointer.starts_with("ptr ") && !pointer.starts_with("ptr addrspace(");
+    (generic || pointer.starts_with("ptr addrspace(1) ")).then_some(pointer)
 }
 
 /// The called value of a call through a pointer (`%fp` of `call i32 %fp(i32 1)`).
@@ -647,6 +687,30 @@ define internal void @worker(ptr %p, ptr addrspace(3) %q, ptr addrspace(5) %l, p
         );
         assert!(out.contains("@g = global i32 0, align 4\n"), "{out}");
         assert!(out.contains("{ ptr addrspacecast (ptr addrspace(3) @_shared to ptr), i64 ptrtoint (ptr getelementptr ([4 x i8], ptr null, i32 1) to i64), ptr @__vgpu_str."), "{out}");
+    }
+
+    #[test]
+    fn atomic_read_modify_writes_that_may_reach_host_memory_are_found() {
+        let cases = [
+            ("  %a = atomicrmw add ptr %p, i32 1 seq_cst, align 4", Some("ptr %p")),
+            ("  %b = atomicrmw volatile xchg ptr addrspace(1) %q, i64 0 monotonic, align 8", Some("ptr addrspace(1) %q")),
+            ("  %c = cmpxchg weak volatile ptr %p, i32 0, i32 1 acquire monotonic, align 4", Some("ptr %p")),
+            ("  %d = cmpxchg ptr getelementptr (i8, ptr @g, i64 8), i32 0, i32 1 seq_cst seq_cst, align 4", Some("ptr getelementptr (i8, ptr @g, i64 8)")),
+            ("  %e = atomicrmw add ptr addrspace(3) @_shared, i32 1 seq_cst, align 4", None),
+            ("  %f = load atomic i32, ptr %p monotonic, align 4", None),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(atomic_target(line).as_deref(), expected, "{line}");
+        }
+        let out = instrument(
+            "define void @k(ptr %p) {\n  %a = atomicrmw add ptr %p, i32 1 seq_cst, align 4\n}\n",
+        );
+        assert!(
+            out.contains(
+                "  call void @__vgpu_host_atomic(ptr %p, ptr @__vgpu_site.0)\n  %a = atomicrmw"
+            ),
+            "{out}"
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 /// Changes whenever retargeting or linking changes what an image holds (the GPU suite's
 /// compile cache keys on it, so its binaries get new images).
-pub const IMAGE_VERSION: u32 = 5;
+pub const IMAGE_VERSION: u32 = 6;
 
 /// The section of a program (or shared library) that holds its virtual-GPU image.
 pub const SECTION: &str = ".rustomp.vgpu";

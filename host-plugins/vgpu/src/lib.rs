@@ -44,11 +44,15 @@ pub fn enabled() -> bool {
 pub type VgpuPlugin = GenericPlugin<VgpuDriver>;
 
 type LaunchFn = unsafe extern "C" fn(*const VgpuLaunch, *mut c_char, usize) -> i32;
+/// `rustomp_vgpu_host_memory(start, bytes, present)`: host memory the device reaches over the
+/// bus, where the hardware refuses atomic read-modify-writes.
+type HostMemoryFn = extern "C" fn(*const c_void, usize, bool);
 
 /// The hardware library, loaded once and never unloaded (retargeted images link to it).
 #[derive(Clone, Copy)]
 pub struct Hardware {
     launch: LaunchFn,
+    host_memory: HostMemoryFn,
 }
 
 #[derive(Default)]
@@ -109,12 +113,19 @@ fn load_hardware() -> std::result::Result<Hardware, String> {
     }
     // SAFETY: a valid handle and name.
     let launch = unsafe { libc::dlsym(handle, c"rustomp_vgpu_launch".as_ptr()) };
-    if launch.is_null() {
-        return Err(format!("{} has no rustomp_vgpu_launch", path.display()));
+    // SAFETY: as above.
+    let host_memory = unsafe { libc::dlsym(handle, c"rustomp_vgpu_host_memory".as_ptr()) };
+    if launch.is_null() || host_memory.is_null() {
+        return Err(format!(
+            "{} lacks rustomp_vgpu_launch or rustomp_vgpu_host_memory (another version's?)",
+            path.display()
+        ));
     }
     Ok(Hardware {
-        // SAFETY: the symbol is the hardware library's launch, of this signature.
+        // SAFETY: the symbols are the hardware library's, of these signatures.
         launch: unsafe { core::mem::transmute::<*mut c_void, LaunchFn>(launch) },
+        // SAFETY: as above.
+        host_memory: unsafe { core::mem::transmute::<*mut c_void, HostMemoryFn>(host_memory) },
     })
 }
 
@@ -318,7 +329,7 @@ impl Backend for VgpuDevice {
         &self.info
     }
 
-    fn alloc(&self, bytes: usize, _kind: AllocKind) -> Result<u64> {
+    fn alloc(&self, bytes: usize, kind: AllocKind) -> Result<u64> {
         // 256-byte aligned, as cuMemAlloc's; never null, even for 0 bytes.
         // SAFETY: a valid alignment and a size that is a multiple of it.
         let p = unsafe { libc::aligned_alloc(256, bytes.max(1).next_multiple_of(256)) };
@@ -328,10 +339,17 @@ impl Backend for VgpuDevice {
                 format!("no host memory for {bytes} bytes of virtual-GPU memory"),
             ));
         }
+        if kind == AllocKind::Host {
+            // Pinned host memory on a GPU: reached over the bus, without atomics.
+            (self.hardware.host_memory)(p, bytes, true);
+        }
         Ok(p as u64)
     }
 
-    unsafe fn free(&self, address: u64, _kind: AllocKind) -> Result<()> {
+    unsafe fn free(&self, address: u64, kind: AllocKind) -> Result<()> {
+        if kind == AllocKind::Host {
+            (self.hardware.host_memory)(address as *const c_void, 0, false);
+        }
         // SAFETY: the caller's contract: from `alloc`, freed once.
         unsafe { libc::free(address as *mut c_void) };
         Ok(())
