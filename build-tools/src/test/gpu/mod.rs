@@ -599,6 +599,10 @@ mod tests {
         }
         let manifest = "ok.c\tpass\t-\t-\t\nslow.c\tpass\t-\t-\tX=1\nbad.c\tpass\t-\t-\t\nexpected.c\tfail\t-\t-\t\nknown.c\tpass\t-\tthe compiler's fault\t\nllvm_differs.c\tpass\t-\t-\t\nfault.c\tpass\tfault injection\t-\t\n";
         std::fs::write(dir.join("tests.tsv"), manifest).unwrap();
+        // What the virtual GPU said of the same programs (bad.c passed there; llvm_differs.c
+        // did not run there).
+        let vgpu = "ok\tok\t0.01\nslow\tok\t1.0\nbad\tok\t0.01\nexpected\tok (exit 1, expected)\t0.01\nknown\tknown: FAIL (exit 1)\t0.01\n";
+        std::fs::write(dir.join("vgpu-results.tsv"), vgpu).unwrap();
         let script = dir.join("run.sh");
         std::fs::write(&script, run_script("sm_90")).unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -648,6 +652,18 @@ mod tests {
             ("ok", "FAIL (exit 5)")
         );
         assert_eq!(row("fault.c")[1], "skipped");
+        // Beside the virtual GPU's verdicts, one line per program run.
+        assert!(
+            stdout.contains("GPU and virtual GPU differ on: bad llvm_differs")
+                && stdout.contains("GPU and virtual GPU: 4 agree, 2 differ"),
+            "{stdout}"
+        );
+        let compared = std::fs::read_to_string(dir.join("gpu-vs-vgpu.tsv")).unwrap();
+        assert!(compared.contains("ok.c\tok\tok\tyes\n"), "{compared}");
+        assert!(
+            compared.contains("llvm_differs.c\tok\tnot run\tNO\n"),
+            "{compared}"
+        );
         // Without LLVM's library (or with --no-llvm) the column says so.
         let out = Command::new(&script)
             .args(["--no-llvm", "ok"])

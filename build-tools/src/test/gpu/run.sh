@@ -135,4 +135,30 @@ if [ ${#fixed[@]} -gt 0 ]; then
     echo "now passing, remove from tests/programs/KNOWN_FAILURES: ${fixed[*]}"
 fi
 echo "$passed passed, $failed failed, $known_count known failures, $skipped host-only skipped"
+
+# The same programs on the virtual GPU, as the build machine's `cargo xtask test` ran them
+# (vgpu-results.tsv, carried with the suite): one line per program, both verdicts, and whether
+# they agree (both passed, or both failed); gpu-vs-vgpu.tsv holds the same.
+if [ -f "$here/vgpu-results.tsv" ]; then
+    agree=0; differ=0; differing=()
+    : > "$here/gpu-vs-vgpu.tsv"
+    printf '\n%-36s | %-32s | %-32s | %s\n' "program" "GPU (rustomp)" "virtual GPU" "agree"
+    while IFS=$'\t' read -r name ours _ _ _; do
+        [ "$ours" = "skipped" ] && continue
+        vgpu=$(awk -F'\t' -v n="${name%.*}" '$1 == n { print $2; exit }' "$here/vgpu-results.tsv")
+        vgpu=${vgpu:-not run}
+        gpu_ok=no; vgpu_ok=no
+        case "$ours" in ok*) gpu_ok=yes ;; esac
+        case "$vgpu" in ok*) vgpu_ok=yes ;; esac
+        if [ "$gpu_ok" = "$vgpu_ok" ]; then
+            same=yes; agree=$((agree + 1))
+        else
+            same=NO; differ=$((differ + 1)); differing+=("${name%.*}")
+        fi
+        printf '%-36s | %-32.32s | %-32.32s | %s\n' "$name" "$ours" "$vgpu" "$same"
+        printf '%s\t%s\t%s\t%s\n' "$name" "$ours" "$vgpu" "$same" >> "$here/gpu-vs-vgpu.tsv"
+    done < "$here/results.tsv"
+    [ ${#differing[@]} -gt 0 ] && echo "GPU and virtual GPU differ on: ${differing[*]}"
+    echo "GPU and virtual GPU: $agree agree, $differ differ (gpu-vs-vgpu.tsv)"
+fi
 [ "$failed" -eq 0 ]
