@@ -20,7 +20,10 @@ use crate::env::DeviceGlobal;
 use crate::heap;
 use crate::host_call::__llvm_omp_host_call;
 use core::ffi::{c_char, c_void};
-use rustomp_abi::fortran_output::{flags, item, kind, ChunkHeader, CHUNK_PAYLOAD_BYTES};
+use core::sync::atomic::{AtomicU32, Ordering};
+use rustomp_abi::fortran_output::{
+    flags, item, kind, ChunkHeader, CHUNK_PAYLOAD_BYTES, IOSTAT_NOT_SHOWN,
+};
 
 /// The host address of the plugin's statement server, or 0 when the plugin offers none.
 #[unsafe(no_mangle)]
@@ -28,20 +31,46 @@ use rustomp_abi::fortran_output::{flags, item, kind, ChunkHeader, CHUNK_PAYLOAD_
 #[allow(non_upper_case_globals, reason = "the symbol name the plugins look up")]
 pub static __rustomp_fortran_output: DeviceGlobal<u64> = DeviceGlobal::new(0);
 
-/// `IOSTAT` of a statement the host never saw (flang's `IostatGenericError` is 1000 and up;
-/// any nonzero value is an error to the program).
-const NOT_SHOWN: i32 = 1;
+/// Bytes of a statement's record: small, so that many threads can each have one open at once
+/// (CUDA's device `malloc` heap is 8 MiB by default; with the heap's own header the record fills
+/// a 512-byte block of amdgcn's). A longer statement is sent in several chunks.
+const RECORD_BYTES: usize = 496;
+/// Stream bytes a record holds before it sends them.
+const STREAM_BYTES: usize = RECORD_BYTES - 8 - core::mem::size_of::<ChunkHeader>();
+const _: () = assert!(STREAM_BYTES <= CHUNK_PAYLOAD_BYTES);
 
-/// One open statement: the chunk being filled, after room for its header.
+/// Set once a statement was dropped and said so: the message is printed once per image, not
+/// once per statement of every thread.
+#[unsafe(no_mangle)]
+#[allow(
+    non_upper_case_globals,
+    reason = "runtime state has a C name, one per image"
+)]
+pub static __rustomp_fortran_output_dropped: AtomicU32 = AtomicU32::new(0);
+
+/// Prints `message` unless a dropped statement was reported before.
+fn report_dropped_once(message: &core::ffi::CStr) {
+    if __rustomp_fortran_output_dropped.swap(1, Ordering::Relaxed) == 0 {
+        arch::print_message(message);
+    }
+}
+
+/// One open statement: bookkeeping, then the chunk being filled with its header in front of it
+/// (the two are sent as one block).
 #[repr(C, align(8))]
 pub struct Statement {
-    header: ChunkHeader,
-    stream: [u8; CHUNK_PAYLOAD_BYTES],
     /// Bytes of `stream` in use.
-    used: usize,
-    /// Set when a chunk could not be sent: the rest is dropped and the statement fails.
-    failed: bool,
+    used: u32,
+    /// [`SENT_ONE`], [`FAILED`].
+    state: u32,
+    header: ChunkHeader,
+    stream: [u8; STREAM_BYTES],
 }
+const _: () = assert!(core::mem::size_of::<Statement>() == RECORD_BYTES);
+/// A chunk of the statement has gone: the next is not its first.
+const SENT_ONE: u32 = 1;
+/// A chunk could not be sent: the rest is dropped and the statement fails.
+const FAILED: u32 = 2;
 
 /// A record as flang's cookie: null when the device heap was out (every call then does nothing,
 /// and the statement's end reports it).
@@ -50,13 +79,13 @@ pub type Cookie = *mut Statement;
 impl Statement {
     fn push(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
-            if self.used == self.stream.len() {
+            if self.used as usize == STREAM_BYTES {
                 self.send(false);
             }
-            let room = self.stream.len() - self.used;
-            let take = room.min(bytes.len());
-            self.stream[self.used..self.used + take].copy_from_slice(&bytes[..take]);
-            self.used += take;
+            let used = self.used as usize;
+            let take = (STREAM_BYTES - used).min(bytes.len());
+            self.stream[used..used + take].copy_from_slice(&bytes[..take]);
+            self.used += take as u32;
             bytes = &bytes[take..];
         }
     }
@@ -80,30 +109,34 @@ impl Statement {
     /// chunk).
     fn send(&mut self, last: bool) -> i32 {
         let server = __rustomp_fortran_output.get();
-        if server == 0 {
-            if !self.failed {
-                arch::print_message(c"rustomp device runtime: Fortran output from the device needs rustomp's plugin to show it (no statement server); the statement is dropped\n");
-            }
-            self.failed = true;
+        if server == 0 && self.state & FAILED == 0 {
+            report_dropped_once(c"rustomp device runtime: Fortran output from the device needs rustomp's plugin to show it (no statement server); statements are dropped\n");
+            self.state |= FAILED;
         }
-        if self.failed {
+        if self.state & FAILED != 0 {
             self.used = 0;
-            return NOT_SHOWN;
+            return IOSTAT_NOT_SHOWN;
         }
+        let first = if self.state & SENT_ONE == 0 {
+            flags::FIRST
+        } else {
+            0
+        };
         self.header = ChunkHeader {
             statement: self as *mut Statement as u64,
-            flags: if last { flags::LAST } else { 0 },
-            bytes: self.used as u32,
+            flags: first | if last { flags::LAST } else { 0 },
+            bytes: self.used,
         };
-        let size = core::mem::size_of::<ChunkHeader>() + self.used;
-        // SAFETY: the header and the stream are contiguous (repr(C), no padding between them),
-        // `size` bytes from the header; the server is the plugin's `u64 f(void *)`.
+        self.state |= SENT_ONE;
+        let size = core::mem::size_of::<ChunkHeader>() + self.used as usize;
+        // The header and the stream are contiguous (repr(C), no padding between them): one
+        // block from the header on, addressed from the whole record.
+        let block = (self as *mut Statement as *mut u8)
+            .wrapping_add(core::mem::offset_of!(Statement, header));
+        // SAFETY: `size` bytes from the header lie in the record; the server is the plugin's
+        // `u64 f(void *)`.
         let answer = unsafe {
-            __llvm_omp_host_call(
-                server as usize as *mut c_void,
-                &raw mut self.header as *mut c_void,
-                size,
-            )
+            __llvm_omp_host_call(server as usize as *mut c_void, block as *mut c_void, size)
         };
         self.used = 0;
         answer as i32
@@ -121,7 +154,7 @@ unsafe fn begin(form: u8, unit: i32, file: *const c_char, line: i32, format: For
         return record;
     }
     // SAFETY: fresh memory of a Statement's size and alignment (the heap aligns to 16); all
-    // zero is an empty record (written in place: a record is too large for a GPU's stack).
+    // zero is an empty record (written in place, not built on the stack and copied).
     let statement = unsafe {
         core::ptr::write_bytes(record, 0, 1);
         &mut *record
@@ -150,12 +183,11 @@ unsafe fn begin(form: u8, unit: i32, file: *const c_char, line: i32, format: For
         Format::Descriptor(d) => {
             // A character variable or array: its elements' text, one after the other.
             // SAFETY: guaranteed by the caller: a valid descriptor of readable characters.
-            let d = unsafe { &*d };
-            let elements = each_element(d, |_| ());
-            statement.push_u32(elements * d.element_bytes);
-            each_element(d, |at| {
+            let array = unsafe { Array::read(d) };
+            statement.push_u32(array.elements() * array.element_bytes);
+            array.each(|at| {
                 // SAFETY: an element of the array, `element_bytes` long.
-                unsafe { statement.push_raw(at, d.element_bytes) }
+                unsafe { statement.push_raw(at, array.element_bytes) }
             });
         }
     }
@@ -184,10 +216,18 @@ fn with(cookie: Cookie, record: impl FnOnce(&mut Statement)) -> bool {
     true
 }
 
-fn integer(cookie: Cookie, tag: u8, value: i64) -> bool {
+/// One scalar item, recorded as an array element of its type is.
+fn scalar<T: Copy>(cookie: Cookie, element: Element, value: T) -> bool {
     with(cookie, |s| {
-        s.push(&[tag]);
-        s.push(&value.to_le_bytes());
+        // SAFETY: `value` is a `T`, `size_of::<T>()` bytes of the element's type.
+        unsafe {
+            push_element(
+                s,
+                element,
+                (&raw const value) as *const u8,
+                core::mem::size_of::<T>(),
+            )
+        }
     })
 }
 
@@ -257,69 +297,55 @@ pub unsafe extern "C" fn _FortranAioEnableHandlers(
 /// `cookie` came from a `Begin` call of this thread's open statement (or is null).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _FortranAioOutputInteger8(cookie: Cookie, value: i8) -> bool {
-    integer(cookie, item::INTEGER1, value.into())
+    scalar(cookie, Element::Integer(item::INTEGER1), value)
 }
 /// # Safety
 /// `cookie` came from a `Begin` call of this thread's open statement (or is null).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _FortranAioOutputInteger16(cookie: Cookie, value: i16) -> bool {
-    integer(cookie, item::INTEGER2, value.into())
+    scalar(cookie, Element::Integer(item::INTEGER2), value)
 }
 /// # Safety
 /// `cookie` came from a `Begin` call of this thread's open statement (or is null).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _FortranAioOutputInteger32(cookie: Cookie, value: i32) -> bool {
-    integer(cookie, item::INTEGER4, value.into())
+    scalar(cookie, Element::Integer(item::INTEGER4), value)
 }
 /// # Safety
 /// `cookie` came from a `Begin` call of this thread's open statement (or is null).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _FortranAioOutputInteger64(cookie: Cookie, value: i64) -> bool {
-    integer(cookie, item::INTEGER8, value)
+    scalar(cookie, Element::Integer(item::INTEGER8), value)
 }
 /// # Safety
 /// `cookie` came from a `Begin` call of this thread's open statement (or is null).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _FortranAioOutputReal32(cookie: Cookie, value: f32) -> bool {
-    with(cookie, |s| {
-        s.push(&[item::REAL4]);
-        s.push(&value.to_le_bytes());
-    })
+    scalar(cookie, Element::Real4, value)
 }
 /// # Safety
 /// `cookie` came from a `Begin` call of this thread's open statement (or is null).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _FortranAioOutputReal64(cookie: Cookie, value: f64) -> bool {
-    with(cookie, |s| {
-        s.push(&[item::REAL8]);
-        s.push(&value.to_le_bytes());
-    })
+    scalar(cookie, Element::Real8, value)
 }
 /// # Safety
 /// `cookie` came from a `Begin` call of this thread's open statement (or is null).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _FortranAioOutputComplex32(cookie: Cookie, re: f32, im: f32) -> bool {
-    with(cookie, |s| {
-        s.push(&[item::COMPLEX4]);
-        s.push(&re.to_le_bytes());
-        s.push(&im.to_le_bytes());
-    })
+    scalar(cookie, Element::Complex4, [re, im])
 }
 /// # Safety
 /// `cookie` came from a `Begin` call of this thread's open statement (or is null).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _FortranAioOutputComplex64(cookie: Cookie, re: f64, im: f64) -> bool {
-    with(cookie, |s| {
-        s.push(&[item::COMPLEX8]);
-        s.push(&re.to_le_bytes());
-        s.push(&im.to_le_bytes());
-    })
+    scalar(cookie, Element::Complex8, [re, im])
 }
 /// # Safety
 /// `cookie` came from a `Begin` call of this thread's open statement (or is null).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _FortranAioOutputLogical(cookie: Cookie, value: bool) -> bool {
-    with(cookie, |s| s.push(&[item::LOGICAL, value as u8]))
+    scalar(cookie, Element::Logical, value as u8)
 }
 
 /// # Safety
@@ -481,70 +507,110 @@ pub unsafe extern "C" fn _FortranAioOutputDescriptor(
     descriptor: *const Descriptor,
 ) -> bool {
     with(cookie, |s| {
-        // SAFETY: a valid descriptor (the caller's guarantee), with `rank` dimensions.
-        let d = unsafe { &*descriptor };
-        let element = element_of(d.type_code, d.element_bytes);
+        // SAFETY: a valid descriptor (the caller's guarantee).
+        let array = unsafe { Array::read(descriptor) };
+        let element = element_of(array.type_code, array.element_bytes);
         if let Element::Unsupported = element {
-            s.push(&[item::UNSUPPORTED, d.type_code as u8]);
-            s.push_u32(d.element_bytes);
+            s.push(&[item::UNSUPPORTED, array.type_code as u8]);
+            s.push_u32(array.element_bytes);
             return;
         }
-        each_element(d, |at| {
+        array.each(|at| {
             // SAFETY: an element of the array, of the descriptor's type.
-            unsafe { push_element(s, element, at, d.element_bytes) }
+            unsafe { push_element(s, element, at, array.element_bytes) }
         });
     })
 }
 
-/// Calls `visit` with each element's address in array element order (the first subscript
-/// varies fastest); returns how many there are.
-fn each_element(d: &Descriptor, mut visit: impl FnMut(*const u8)) -> usize {
-    let rank = (d.rank as usize).min(MAX_RANK);
-    let mut dims = [Dim {
-        lower_bound: 0,
-        extent: 1,
-        stride: 0,
-    }; MAX_RANK];
-    for (i, dim) in dims.iter_mut().enumerate().take(rank) {
-        // SAFETY: the descriptor has `rank` dimensions after its fixed part.
-        *dim = unsafe { *(&raw const d.dims as *const Dim).add(i) };
+/// What a descriptor says of its array, read through its pointer (its dimensions lie past the
+/// fixed part that [`Descriptor`] names).
+struct Array {
+    base: *const u8,
+    element_bytes: usize,
+    type_code: i8,
+    rank: usize,
+    dims: [Dim; MAX_RANK],
+}
+
+impl Array {
+    /// # Safety
+    /// `d` points at a valid flang descriptor, followed by its `rank` dimensions.
+    unsafe fn read(d: *const Descriptor) -> Array {
+        // SAFETY: the fixed part is there (the caller's guarantee).
+        let (base, element_bytes, type_code, rank) = unsafe {
+            (
+                (*d).base,
+                (*d).element_bytes,
+                (*d).type_code,
+                ((*d).rank as usize).min(MAX_RANK),
+            )
+        };
+        let mut dims = [Dim {
+            lower_bound: 0,
+            extent: 1,
+            stride: 0,
+        }; MAX_RANK];
+        let first = (d as *const u8).wrapping_add(core::mem::size_of::<Descriptor>()) as *const Dim;
+        for (i, dim) in dims.iter_mut().enumerate().take(rank) {
+            // SAFETY: the descriptor has `rank` dimensions after its fixed part.
+            *dim = unsafe { first.add(i).read_unaligned() };
+        }
+        Array {
+            base,
+            element_bytes,
+            type_code,
+            rank,
+            dims,
+        }
     }
-    if dims[..rank].iter().any(|dim| dim.extent <= 0) {
-        return 0;
+
+    /// How many elements: the product of the extents.
+    fn elements(&self) -> usize {
+        self.dims[..self.rank]
+            .iter()
+            .map(|d| d.extent.max(0) as usize)
+            .product()
     }
-    let mut index = [0isize; MAX_RANK];
-    let mut count = 0;
-    loop {
-        let offset: isize = (0..rank).map(|i| index[i] * dims[i].stride).sum();
-        visit(d.base.wrapping_offset(offset));
-        count += 1;
-        let mut i = 0;
+
+    /// Calls `visit` with each element's address in array element order (the first subscript
+    /// varies fastest).
+    fn each(&self, mut visit: impl FnMut(*const u8)) {
+        if self.elements() == 0 {
+            return;
+        }
+        let mut index = [0isize; MAX_RANK];
         loop {
-            if i == rank {
-                return count;
+            let offset: isize = (0..self.rank).map(|i| index[i] * self.dims[i].stride).sum();
+            visit(self.base.wrapping_offset(offset));
+            let mut i = 0;
+            loop {
+                if i == self.rank {
+                    return;
+                }
+                index[i] += 1;
+                if index[i] < self.dims[i].extent {
+                    break;
+                }
+                index[i] = 0;
+                i += 1;
             }
-            index[i] += 1;
-            if index[i] < dims[i].extent {
-                break;
-            }
-            index[i] = 0;
-            i += 1;
         }
     }
 }
 
 /// Sends the statement's last chunk, frees its record, and returns the `IOSTAT` the host's
 /// runtime gave it.
+///
 /// # Safety
 /// `cookie` came from a `Begin` call of this thread's open statement (or is null).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _FortranAioEndIoStatement(cookie: Cookie) -> i32 {
     // SAFETY: as in `with`; the record is not used after this call.
     let Some(statement) = (unsafe { cookie.as_mut() }) else {
-        arch::print_message(
-            c"rustomp device runtime: Fortran output from the device: out of device heap for the statement's record; it is dropped\n",
+        report_dropped_once(
+            c"rustomp device runtime: Fortran output from the device: out of device heap for a statement's record (LIBOMPTARGET_HEAP_SIZE sets CUDA's); statements are dropped and end with IOSTAT 1001\n",
         );
-        return NOT_SHOWN;
+        return IOSTAT_NOT_SHOWN;
     };
     let iostat = statement.send(true);
     // SAFETY: `begin` allocated it; flang ends each statement once.
@@ -631,17 +697,18 @@ mod tests {
         let mut open: std::collections::HashMap<u64, Vec<u8>> = Default::default();
         let mut streams = Vec::new();
         for (header, bytes) in chunks {
+            let first = !open.contains_key(&header.statement);
+            assert_eq!(
+                header.flags & flags::FIRST != 0,
+                first,
+                "FIRST marks a statement's first chunk only"
+            );
             let stream = open.entry(header.statement).or_default();
             stream.extend_from_slice(&bytes);
             if header.flags & flags::LAST != 0 {
                 streams.push(open.remove(&header.statement).unwrap_or_default());
             } else {
-                assert_eq!(header.flags, 0);
-                assert_eq!(
-                    bytes.len(),
-                    CHUNK_PAYLOAD_BYTES,
-                    "only a last chunk is short"
-                );
+                assert_eq!(bytes.len(), STREAM_BYTES, "only a last chunk is short");
             }
         }
         assert!(open.is_empty(), "every statement ended with its last chunk");
@@ -661,7 +728,7 @@ mod tests {
 
     #[test]
     fn statements_of_many_threads_arrive_whole_and_long_ones_in_chunks() {
-        let long = vec![b'x'; 2 * CHUNK_PAYLOAD_BYTES + 10];
+        let long = vec![b'x'; 9 * STREAM_BYTES + 10];
         let answers = Mutex::new(Vec::new());
         let streams = run(40, || {
             let tid = arch::thread_id_in_block() as i32;

@@ -7,9 +7,10 @@
 //!   the compile's output names `_FortranATrim` as a call rustomp's device runtime does not
 //!   provide (the `print` links: see below);
 //! - `tests/fortran/device_output.f90` (`print` and `write` of every kind of item from a target
-//!   region): for sm_90 it runs on the virtual GPU, and its output must equal, byte for byte,
-//!   the same binary's with `OMP_TARGET_OFFLOAD=disabled` (the region's statements run by the
-//!   host's flang runtime); for gfx90a it must link.
+//!   region) and `list_output.f90` (list-directed `print` alone, whose static program links
+//!   only part of flang's I/O runtime): for sm_90 each runs on the virtual GPU, and its output
+//!   must equal, byte for byte, the same binary's with `OMP_TARGET_OFFLOAD=disabled` (the
+//!   region's statements run by the host's flang runtime); for gfx90a each must link.
 use super::programs::run_compile;
 use crate::cc::Runtime;
 use crate::util::{self, at, Result};
@@ -22,8 +23,11 @@ const PRINTED: &str = "device says 42";
 /// The refusal the GPU links must print.
 const REFUSED: &str =
     "flang's device code calls _FortranATrim, which rustomp's device runtime does not provide";
-/// Output statements from a target region.
-const DEVICE_OUTPUT: &str = "tests/fortran/device_output.f90";
+/// Output statements from a target region: every kind of item; list-directed output alone.
+const DEVICE_OUTPUT: [&str; 2] = [
+    "tests/fortran/device_output.f90",
+    "tests/fortran/list_output.f90",
+];
 
 pub fn run() -> Result<()> {
     if util::which(crate::paths::FLANG).is_none() {
@@ -103,7 +107,9 @@ pub fn run() -> Result<()> {
             failures.push(arch.to_string());
         }
     }
-    failures.extend(device_output(&out));
+    for program in DEVICE_OUTPUT {
+        failures.extend(device_output(&out, program));
+    }
     if !failures.is_empty() {
         crate::bail!(
             "Fortran device-runtime checks failing: {} (logs in {})",
@@ -114,14 +120,18 @@ pub fn run() -> Result<()> {
     Ok(())
 }
 
-/// Builds [`DEVICE_OUTPUT`] for sm_90 and gfx90a; runs the sm_90 build on the virtual GPU and
-/// on the host, and compares. Returns what failed.
-fn device_output(out: &Path) -> Vec<String> {
-    let src = at(DEVICE_OUTPUT).display().to_string();
+/// Builds `program` (one of [`DEVICE_OUTPUT`]) for sm_90 and gfx90a; runs the sm_90 build on
+/// the virtual GPU and on the host, and compares. Returns what failed.
+fn device_output(out: &Path, program: &str) -> Vec<String> {
+    let src = at(program).display().to_string();
+    let name = Path::new(program)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("device_output");
     let mut failures = Vec::new();
     for arch in ["sm_90", "gfx90a"] {
-        let exe = out.join(format!("device_output-{arch}"));
-        let log = out.join(format!("device_output-{arch}.log"));
+        let exe = out.join(format!("{name}-{arch}"));
+        let log = out.join(format!("{name}-{arch}.log"));
         let args = [
             "-O2".to_string(),
             format!("--offload-arch={arch}"),
@@ -131,14 +141,14 @@ fn device_output(out: &Path) -> Vec<String> {
         ];
         if run_compile(crate::fc::command(Runtime::Ours, &args), true, &log).is_err() {
             println!(
-                "fortran: print and write in a target region, {arch}: FAIL: does not link, see {}",
+                "fortran: {name}, {arch}: FAIL: does not link, see {}",
                 util::show(&log)
             );
-            failures.push(format!("device output {arch}"));
+            failures.push(format!("{name} {arch}"));
             continue;
         }
         if arch != "sm_90" {
-            println!("fortran: print and write in a target region, {arch}: links");
+            println!("fortran: {name}, {arch}: links");
             continue;
         }
         // Its virtual-GPU image, as `cargo xtask fc` adds it.
@@ -146,8 +156,8 @@ fn device_output(out: &Path) -> Vec<String> {
             .ok_or_else(|| "not a build that links an nvptx program".to_string())
             .and_then(|build| crate::vgpu_build::build_for_program(false, &build).map_err(|e| e.0));
         if let Err(why) = image {
-            println!("fortran: print and write in a target region, sm_90: FAIL: no virtual-GPU image: {why}");
-            failures.push("device output sm_90".into());
+            println!("fortran: {name}, sm_90: FAIL: no virtual-GPU image: {why}");
+            failures.push(format!("{name} sm_90"));
             continue;
         }
         let run = |offload: &str, vgpu: &str| {
@@ -165,30 +175,30 @@ fn device_output(out: &Path) -> Vec<String> {
                     && device.stderr.is_empty() =>
             {
                 println!(
-                    "fortran: print and write in a target region, sm_90 on the virtual GPU: ok, {} lines as the host prints them",
+                    "fortran: {name}, sm_90 on the virtual GPU: ok, {} lines as the host prints them",
                     device.stdout.split(|&b| b == b'\n').count() - 1
                 );
             }
             (Ok(device), Ok(host)) => {
-                let device_file = out.join("device_output-sm_90.device.txt");
-                let host_file = out.join("device_output-sm_90.host.txt");
+                let device_file = out.join(format!("{name}-sm_90.device.txt"));
+                let host_file = out.join(format!("{name}-sm_90.host.txt"));
                 let _ = std::fs::write(
                     &device_file,
                     [&device.stdout[..], &device.stderr[..]].concat(),
                 );
                 let _ = std::fs::write(&host_file, &host.stdout);
                 println!(
-                    "fortran: print and write in a target region, sm_90 on the virtual GPU: FAIL: {} on the device, {} on the host; the outputs differ: {} vs {}",
+                    "fortran: {name}, sm_90 on the virtual GPU: FAIL: {} on the device, {} on the host; the outputs differ: {} vs {}",
                     util::describe(device.status),
                     util::describe(host.status),
                     util::show(&device_file),
                     util::show(&host_file)
                 );
-                failures.push("device output sm_90".into());
+                failures.push(format!("{name} sm_90"));
             }
             (Err(e), _) | (_, Err(e)) => {
-                println!("fortran: print and write in a target region, sm_90: FAIL: {e}");
-                failures.push("device output sm_90".into());
+                println!("fortran: {name}, sm_90: FAIL: {e}");
+                failures.push(format!("{name} sm_90"));
             }
         }
     }

@@ -44,7 +44,14 @@ pub const CHUNK_PAYLOAD_BYTES: usize = HOST_CALL_DATA_BYTES - size_of::<ChunkHea
 pub mod flags {
     /// The statement's last chunk: the host replays it and answers its `IOSTAT`.
     pub const LAST: u32 = 1;
+    /// The statement's first chunk: whatever the host holds under its id (a statement of a
+    /// kernel that stopped midway, whose record's address came back) is dropped.
+    pub const FIRST: u32 = 2;
 }
+
+/// The `IOSTAT` of a statement that could not be shown (out of device heap, no statement
+/// server, a stream the host could not read): flang's `IostatGenericError`.
+pub const IOSTAT_NOT_SHOWN: i32 = 1001;
 
 /// The statement's form.
 pub mod kind {

@@ -60,6 +60,10 @@ impl Place {
         if self.traced.load(Ordering::Relaxed) != wanted {
             self.done(&Request::Trace { on: wanted }, Bulk::None)?;
             self.traced.store(wanted, Ordering::Relaxed);
+            if wanted {
+                // Measured now, before the first traced operation, not inside it.
+                self.clock_offset();
+            }
         }
         let kind = request.kind();
         match self.call(request, bulk, what)? {
@@ -79,10 +83,20 @@ impl Place {
             let mut best: Option<(u64, i64)> = None;
             for _ in 0..5 {
                 let sent = monotonic_ns();
-                let Ok(Reply::Value(remote)) =
-                    self.call(&Request::Clock, Bulk::None, &|| "clock reading".into())
-                else {
-                    break;
+                let remote = match self.call(&Request::Clock, Bulk::None, &|| {
+                    "clock reading".into()
+                }) {
+                    Ok(Reply::Value(remote)) => remote,
+                    other => {
+                        if best.is_none() {
+                            let why = match other {
+                                Err(e) => e.message,
+                                Ok(_) => "an unexpected reply".into(),
+                            };
+                            eprintln!("omptarget warning: {}: its clock could not be read ({why}); its trace times are taken as this process's", self.name);
+                        }
+                        break;
+                    }
                 };
                 let back = monotonic_ns();
                 let round_trip = back.saturating_sub(sent);
@@ -380,7 +394,9 @@ impl Device for RemoteDevice {
     /// The rank's clock (the time base of its devices' trace times), read as ours plus the
     /// measured offset.
     fn clock_ns(&self) -> u64 {
-        monotonic_ns().wrapping_add_signed(self.place.clock_offset())
+        // The offset first: its first measurement takes a few round trips.
+        let offset = self.place.clock_offset();
+        monotonic_ns().wrapping_add_signed(offset)
     }
 
     fn clock_to_host_ns(&self, device_ns: u64) -> u64 {

@@ -346,10 +346,10 @@ impl Backend for VgpuDevice {
         Ok(p as u64)
     }
 
-    unsafe fn free(&self, address: u64, kind: AllocKind) -> Result<()> {
-        if kind == AllocKind::Host {
-            (self.hardware.host_memory)(address as *const c_void, 0, false);
-        }
+    unsafe fn free(&self, address: u64, _kind: AllocKind) -> Result<()> {
+        // Whatever kind the caller names (`omp_target_free` of host memory says device): the
+        // address may come back as device memory.
+        (self.hardware.host_memory)(address as *const c_void, 0, false);
         // SAFETY: the caller's contract: from `alloc`, freed once.
         unsafe { libc::free(address as *mut c_void) };
         Ok(())

@@ -38,24 +38,15 @@ impl FortranRuntime {
         // SAFETY: flang's runtime entry points with these signatures (flang/Runtime/io-api.h).
         unsafe {
             Some(FortranRuntime {
-                begin_flush: core::mem::transmute::<*mut c_void, BeginFlush>(begin),
-                end_statement: core::mem::transmute::<*mut c_void, EndStatement>(end),
+                begin_flush: entry_point(begin),
+                end_statement: entry_point(end),
             })
         }
     }
 
-    /// The program's own runtime, when it is a Fortran program.
+    /// The program's own runtime, when it is a Fortran program (and links flang's `FLUSH`).
     pub fn program() -> Option<FortranRuntime> {
-        static PROGRAM: OnceLock<Option<FortranRuntime>> = OnceLock::new();
-        *PROGRAM.get_or_init(|| {
-            let found = program_symbols(&[BEGIN_FLUSH, END_STATEMENT]);
-            FortranRuntime::find(|name| {
-                let i = [BEGIN_FLUSH, END_STATEMENT]
-                    .iter()
-                    .position(|n| *n == name)?;
-                found[i]
-            })
-        })
+        FortranRuntime::find(program_entry)
     }
 
     /// `flush(6)`: writes what unit 6 buffered.
@@ -67,6 +58,53 @@ impl FortranRuntime {
             (self.end_statement)(cookie);
         }
     }
+}
+
+/// Every flang runtime entry point the plugins call in the program's runtime: looked up once.
+const PROGRAM_ENTRY_POINTS: [&CStr; 17] = [
+    BEGIN_FLUSH,
+    END_STATEMENT,
+    c"_FortranAioBeginExternalListOutput",
+    c"_FortranAioBeginExternalFormattedOutput",
+    c"_FortranAioEnableHandlers",
+    c"_FortranAioOutputInteger8",
+    c"_FortranAioOutputInteger16",
+    c"_FortranAioOutputInteger32",
+    c"_FortranAioOutputInteger64",
+    c"_FortranAioOutputReal32",
+    c"_FortranAioOutputReal64",
+    c"_FortranAioOutputComplex32",
+    c"_FortranAioOutputComplex64",
+    c"_FortranAioOutputLogical",
+    c"_FortranAioOutputAscii",
+    c"_FortranAioOutputCharacter",
+    c"_FortranAioOutputDescriptor",
+];
+
+/// The address of the program's flang runtime entry point `name` (one of
+/// [`PROGRAM_ENTRY_POINTS`]), if the program links it: a static program holds only the members
+/// of flang's runtime its own code uses (list-directed output and formatted output are apart).
+pub fn program_entry(name: &CStr) -> Option<*mut c_void> {
+    static FOUND: OnceLock<Vec<Option<usize>>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        program_symbols(&PROGRAM_ENTRY_POINTS)
+            .into_iter()
+            .map(|a| a.map(|a| a as usize))
+            .collect()
+    });
+    let i = PROGRAM_ENTRY_POINTS.iter().position(|n| *n == name)?;
+    found[i].map(|a| a as *mut c_void)
+}
+
+/// A function's address as the function pointer type `F`.
+///
+/// # Safety
+/// `address` is a function of type `F`.
+pub(crate) unsafe fn entry_point<F: Copy>(address: *mut c_void) -> F {
+    const { assert!(core::mem::size_of::<F>() == core::mem::size_of::<*mut c_void>()) };
+    // SAFETY: a function pointer has an address's size (checked) and the caller vouches for
+    // the type.
+    unsafe { core::mem::transmute_copy::<*mut c_void, F>(&address) }
 }
 
 /// The addresses of the program's own functions `names` (flang's runtime entry points): exported
@@ -84,7 +122,14 @@ pub fn program_symbols(names: &[&CStr]) -> Vec<Option<*mut c_void>> {
     if exported.iter().all(Option::is_some) {
         return exported;
     }
-    in_the_executable(names).unwrap_or(exported)
+    match in_the_executable(names) {
+        Some(in_file) => exported
+            .into_iter()
+            .zip(in_file)
+            .map(|(e, f)| e.or(f))
+            .collect(),
+        None => exported,
+    }
 }
 
 /// Whether `address` lies in one of rustomp's own libraries (the device runtime's GPU entry

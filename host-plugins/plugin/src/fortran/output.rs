@@ -10,7 +10,9 @@
 //! gets the items written plainly, with one warning.
 
 use core::ffi::{c_char, c_void, CStr};
-use rustomp_abi::fortran_output::{flags, item, kind, ChunkHeader, CHUNK_PAYLOAD_BYTES};
+use rustomp_abi::fortran_output::{
+    flags, item, kind, ChunkHeader, CHUNK_PAYLOAD_BYTES, IOSTAT_NOT_SHOWN,
+};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::io::Write as _;
@@ -46,13 +48,17 @@ pub unsafe extern "C" fn serve_chunk(data: *mut c_void) -> u64 {
         Some(stream) => replay(&stream) as u32 as u64,
         None => 0,
     });
-    result.unwrap_or(GENERIC_ERROR as u32 as u64)
+    result.unwrap_or(IOSTAT_NOT_SHOWN as u32 as u64)
 }
 
 /// Keeps a chunk with its statement's earlier ones; at the last, the whole stream.
 fn gather(header: &ChunkHeader, bytes: &[u8]) -> Option<Vec<u8>> {
     let open = OPEN.get_or_init(Default::default);
     let mut open = open.lock().unwrap_or_else(|e| e.into_inner());
+    if header.flags & flags::FIRST != 0 {
+        // A statement of a kernel that stopped midway left its chunks under this id.
+        open.remove(&header.statement);
+    }
     if header.flags & flags::LAST == 0 {
         open.entry(header.statement)
             .or_default()
@@ -63,9 +69,6 @@ fn gather(header: &ChunkHeader, bytes: &[u8]) -> Option<Vec<u8>> {
     stream.extend_from_slice(bytes);
     Some(stream)
 }
-
-/// flang's `IostatGenericError`, for a statement the host could not read.
-const GENERIC_ERROR: i32 = 1000;
 
 /// One statement as the device recorded it.
 #[derive(Debug, Clone, PartialEq)]
@@ -192,7 +195,7 @@ fn replay(stream: &[u8]) -> i32 {
         Ok(statement) => statement,
         Err(why) => {
             eprintln!("omptarget error: Fortran output from the device: a statement could not be read ({why}); it is dropped");
-            return GENERIC_ERROR;
+            return IOSTAT_NOT_SHOWN;
         }
     };
     for item in &statement.items {
@@ -203,16 +206,16 @@ fn replay(stream: &[u8]) -> i32 {
             );
         }
     }
-    match Runtime::program() {
-        // SAFETY: the program's flang runtime, called as flang's own code calls it.
-        Some(runtime) => unsafe { runtime.replay(&statement) },
-        None => {
-            static WARNED: Once = Once::new();
-            WARNED.call_once(|| eprintln!("omptarget warning: Fortran output from the device is written without flang's formatting: the program's Fortran runtime was not found (a stripped executable?)"));
-            write_plainly(&statement);
-            0
-        }
+    let runtime = Runtime::program();
+    let missing = runtime.missing_for(&statement);
+    if missing.is_empty() {
+        // SAFETY: the program's flang runtime, with every entry point the statement needs.
+        return unsafe { runtime.replay(&statement) };
     }
+    static WARNED: Once = Once::new();
+    WARNED.call_once(|| eprintln!("omptarget warning: Fortran output from the device is written without flang's formatting: the program does not link flang's {} (a stripped executable, or a statement its host code never makes)", missing.join(", ")));
+    write_plainly(&statement);
+    0
 }
 
 /// The items, space-separated on one line of standard output (no runtime to format them).
@@ -245,100 +248,117 @@ fn write_plainly(statement: &Statement) {
 
 type Cookie = *mut c_void;
 
-/// A function address as the function pointer type `F`.
-///
-/// # Safety
-/// `address` is a function of type `F`.
-unsafe fn entry_point<F: Copy>(address: *mut c_void) -> F {
-    const { assert!(core::mem::size_of::<F>() == core::mem::size_of::<*mut c_void>()) };
-    // SAFETY: a function pointer has an address's size (checked) and the caller vouches for
-    // the type.
-    unsafe { core::mem::transmute_copy::<*mut c_void, F>(&address) }
+/// A typed entry point of the program's flang runtime, if it links it.
+fn entry<F: Copy>(name: &CStr) -> Option<F> {
+    // SAFETY: each caller names the entry point whose io-api.h signature `F` is.
+    super::program_entry(name).map(|address| unsafe { super::entry_point(address) })
 }
 
-/// The program's flang output entry points (flang/Runtime/io-api.h).
+/// The program's flang output entry points (flang/Runtime/io-api.h), each where the program
+/// links it: a static program has the members of flang's runtime its own code uses, and its
+/// host fallback of the same region uses the ones the statement needs.
 #[derive(Clone, Copy)]
 struct Runtime {
-    begin_list: unsafe extern "C" fn(i32, *const c_char, i32) -> Cookie,
-    begin_formatted: unsafe extern "C" fn(
-        *const c_char,
-        usize,
-        *const c_void,
-        i32,
-        *const c_char,
-        i32,
-    ) -> Cookie,
-    integer1: unsafe extern "C" fn(Cookie, i8) -> bool,
-    integer2: unsafe extern "C" fn(Cookie, i16) -> bool,
-    integer4: unsafe extern "C" fn(Cookie, i32) -> bool,
-    integer8: unsafe extern "C" fn(Cookie, i64) -> bool,
-    real4: unsafe extern "C" fn(Cookie, f32) -> bool,
-    real8: unsafe extern "C" fn(Cookie, f64) -> bool,
-    complex4: unsafe extern "C" fn(Cookie, f32, f32) -> bool,
-    complex8: unsafe extern "C" fn(Cookie, f64, f64) -> bool,
-    logical: unsafe extern "C" fn(Cookie, bool) -> bool,
-    character: unsafe extern "C" fn(Cookie, *const c_char, usize, i32) -> bool,
-    handlers: unsafe extern "C" fn(Cookie, bool, bool, bool, bool, bool),
-    end: unsafe extern "C" fn(Cookie) -> i32,
+    begin_list: Option<unsafe extern "C" fn(i32, *const c_char, i32) -> Cookie>,
+    begin_formatted: Option<
+        unsafe extern "C" fn(
+            *const c_char,
+            usize,
+            *const c_void,
+            i32,
+            *const c_char,
+            i32,
+        ) -> Cookie,
+    >,
+    handlers: Option<unsafe extern "C" fn(Cookie, bool, bool, bool, bool, bool)>,
+    integer1: Option<unsafe extern "C" fn(Cookie, i8) -> bool>,
+    integer2: Option<unsafe extern "C" fn(Cookie, i16) -> bool>,
+    integer4: Option<unsafe extern "C" fn(Cookie, i32) -> bool>,
+    integer8: Option<unsafe extern "C" fn(Cookie, i64) -> bool>,
+    real4: Option<unsafe extern "C" fn(Cookie, f32) -> bool>,
+    real8: Option<unsafe extern "C" fn(Cookie, f64) -> bool>,
+    complex4: Option<unsafe extern "C" fn(Cookie, f32, f32) -> bool>,
+    complex8: Option<unsafe extern "C" fn(Cookie, f64, f64) -> bool>,
+    logical: Option<unsafe extern "C" fn(Cookie, bool) -> bool>,
+    ascii: Option<unsafe extern "C" fn(Cookie, *const c_char, usize) -> bool>,
+    character: Option<unsafe extern "C" fn(Cookie, *const c_char, usize, i32) -> bool>,
+    end: Option<unsafe extern "C" fn(Cookie) -> i32>,
 }
 
-/// The entry points, in [`Runtime`]'s field order.
-const ENTRY_POINTS: [&CStr; 14] = [
-    c"_FortranAioBeginExternalListOutput",
-    c"_FortranAioBeginExternalFormattedOutput",
-    c"_FortranAioOutputInteger8",
-    c"_FortranAioOutputInteger16",
-    c"_FortranAioOutputInteger32",
-    c"_FortranAioOutputInteger64",
-    c"_FortranAioOutputReal32",
-    c"_FortranAioOutputReal64",
-    c"_FortranAioOutputComplex32",
-    c"_FortranAioOutputComplex64",
-    c"_FortranAioOutputLogical",
-    c"_FortranAioOutputCharacter",
-    c"_FortranAioEnableHandlers",
-    c"_FortranAioEndIoStatement",
-];
-
 impl Runtime {
-    fn program() -> Option<Runtime> {
-        static PROGRAM: OnceLock<Option<Runtime>> = OnceLock::new();
-        *PROGRAM.get_or_init(|| {
-            let found = super::program_symbols(&ENTRY_POINTS);
-            let f: Vec<*mut c_void> = found.into_iter().collect::<Option<_>>()?;
-            // SAFETY: flang's runtime entry points, each with the signature of io-api.h that
-            // its field has.
-            unsafe {
-                Some(Runtime {
-                    begin_list: entry_point(f[0]),
-                    begin_formatted: entry_point(f[1]),
-                    integer1: entry_point(f[2]),
-                    integer2: entry_point(f[3]),
-                    integer4: entry_point(f[4]),
-                    integer8: entry_point(f[5]),
-                    real4: entry_point(f[6]),
-                    real8: entry_point(f[7]),
-                    complex4: entry_point(f[8]),
-                    complex8: entry_point(f[9]),
-                    logical: entry_point(f[10]),
-                    character: entry_point(f[11]),
-                    handlers: entry_point(f[12]),
-                    end: entry_point(f[13]),
-                })
-            }
+    fn program() -> Runtime {
+        static PROGRAM: OnceLock<Runtime> = OnceLock::new();
+        *PROGRAM.get_or_init(|| Runtime {
+            begin_list: entry(c"_FortranAioBeginExternalListOutput"),
+            begin_formatted: entry(c"_FortranAioBeginExternalFormattedOutput"),
+            handlers: entry(c"_FortranAioEnableHandlers"),
+            integer1: entry(c"_FortranAioOutputInteger8"),
+            integer2: entry(c"_FortranAioOutputInteger16"),
+            integer4: entry(c"_FortranAioOutputInteger32"),
+            integer8: entry(c"_FortranAioOutputInteger64"),
+            real4: entry(c"_FortranAioOutputReal32"),
+            real8: entry(c"_FortranAioOutputReal64"),
+            complex4: entry(c"_FortranAioOutputComplex32"),
+            complex8: entry(c"_FortranAioOutputComplex64"),
+            logical: entry(c"_FortranAioOutputLogical"),
+            ascii: entry(c"_FortranAioOutputAscii"),
+            character: entry(c"_FortranAioOutputCharacter"),
+            end: entry(c"_FortranAioEndIoStatement"),
         })
     }
 
+    /// The entry points `statement` needs that the program lacks, by name; empty when it can
+    /// be replayed.
+    fn missing_for(&self, statement: &Statement) -> Vec<&'static str> {
+        let mut missing = Vec::new();
+        let mut need = |present: bool, name: &'static str| {
+            if !present && !missing.contains(&name) {
+                missing.push(name);
+            }
+        };
+        match statement.format {
+            None => need(self.begin_list.is_some(), "BeginExternalListOutput"),
+            Some(_) => need(
+                self.begin_formatted.is_some(),
+                "BeginExternalFormattedOutput",
+            ),
+        }
+        need(self.end.is_some(), "EndIoStatement");
+        for item in &statement.items {
+            match item {
+                Item::Integer1(_) => need(self.integer1.is_some(), "OutputInteger8"),
+                Item::Integer2(_) => need(self.integer2.is_some(), "OutputInteger16"),
+                Item::Integer4(_) => need(self.integer4.is_some(), "OutputInteger32"),
+                Item::Integer8(_) => need(self.integer8.is_some(), "OutputInteger64"),
+                Item::Real4(_) => need(self.real4.is_some(), "OutputReal32"),
+                Item::Real8(_) => need(self.real8.is_some(), "OutputReal64"),
+                Item::Complex4(..) => need(self.complex4.is_some(), "OutputComplex32"),
+                Item::Complex8(..) => need(self.complex8.is_some(), "OutputComplex64"),
+                Item::Logical(_) => need(self.logical.is_some(), "OutputLogical"),
+                Item::Characters(1, _) => need(self.ascii.is_some(), "OutputAscii"),
+                Item::Characters(..) => need(self.character.is_some(), "OutputCharacter"),
+                Item::Handlers(_) => need(self.handlers.is_some(), "EnableHandlers"),
+                Item::Unsupported(..) => {}
+            }
+        }
+        missing
+    }
+
     /// # Safety
-    /// The entry points are the program's flang runtime's.
+    /// The entry points are the program's flang runtime's, and `missing_for(statement)` is
+    /// empty.
     unsafe fn replay(&self, statement: &Statement) -> i32 {
         let file = CString::new(statement.file.replace('\0', "")).unwrap_or_default();
+        // Present: checked by the caller (`missing_for`).
+        fn f<F>(entry: Option<F>) -> F {
+            entry.expect("checked by missing_for")
+        }
         // SAFETY: a complete output statement, as flang's generated code makes one: begin,
         // one call per item with the statement's cookie, end. The strings outlive the calls.
         unsafe {
             let cookie = match &statement.format {
-                None => (self.begin_list)(statement.unit, file.as_ptr(), statement.line),
-                Some(format) => (self.begin_formatted)(
+                None => f(self.begin_list)(statement.unit, file.as_ptr(), statement.line),
+                Some(format) => f(self.begin_formatted)(
                     format.as_ptr() as *const c_char,
                     format.len(),
                     core::ptr::null(),
@@ -351,16 +371,19 @@ impl Runtime {
                 // A false answer means the statement failed; flang's own code goes on to the
                 // end, which reports it.
                 let _ = match *item {
-                    Item::Integer1(v) => (self.integer1)(cookie, v),
-                    Item::Integer2(v) => (self.integer2)(cookie, v),
-                    Item::Integer4(v) => (self.integer4)(cookie, v),
-                    Item::Integer8(v) => (self.integer8)(cookie, v),
-                    Item::Real4(v) => (self.real4)(cookie, v),
-                    Item::Real8(v) => (self.real8)(cookie, v),
-                    Item::Complex4(a, b) => (self.complex4)(cookie, a, b),
-                    Item::Complex8(a, b) => (self.complex8)(cookie, a, b),
-                    Item::Logical(v) => (self.logical)(cookie, v),
-                    Item::Characters(char_kind, ref bytes) => (self.character)(
+                    Item::Integer1(v) => f(self.integer1)(cookie, v),
+                    Item::Integer2(v) => f(self.integer2)(cookie, v),
+                    Item::Integer4(v) => f(self.integer4)(cookie, v),
+                    Item::Integer8(v) => f(self.integer8)(cookie, v),
+                    Item::Real4(v) => f(self.real4)(cookie, v),
+                    Item::Real8(v) => f(self.real8)(cookie, v),
+                    Item::Complex4(a, b) => f(self.complex4)(cookie, a, b),
+                    Item::Complex8(a, b) => f(self.complex8)(cookie, a, b),
+                    Item::Logical(v) => f(self.logical)(cookie, v),
+                    Item::Characters(1, ref bytes) => {
+                        f(self.ascii)(cookie, bytes.as_ptr() as *const c_char, bytes.len())
+                    }
+                    Item::Characters(char_kind, ref bytes) => f(self.character)(
                         cookie,
                         bytes.as_ptr() as *const c_char,
                         bytes.len() / char_kind.max(1) as usize,
@@ -369,12 +392,12 @@ impl Runtime {
                     Item::Unsupported(..) => true,
                     Item::Handlers(bits) => {
                         let bit = |i: u8| bits & (1 << i) != 0;
-                        (self.handlers)(cookie, bit(0), bit(1), bit(2), bit(3), bit(4));
+                        f(self.handlers)(cookie, bit(0), bit(1), bit(2), bit(3), bit(4));
                         true
                     }
                 };
             }
-            (self.end)(cookie)
+            f(self.end)(cookie)
         }
     }
 }
@@ -443,10 +466,11 @@ mod tests {
 
     #[test]
     fn chunks_of_interleaved_statements_are_kept_apart() {
-        let chunk = |statement: u64, last: bool, bytes: &[u8]| {
+        use flags::{FIRST, LAST};
+        let chunk = |statement: u64, flags: u32, bytes: &[u8]| {
             let header = ChunkHeader {
                 statement,
-                flags: if last { flags::LAST } else { 0 },
+                flags,
                 bytes: bytes.len() as u32,
             };
             gather(&header, bytes)
@@ -454,17 +478,21 @@ mod tests {
         // Two statements, split mid-item, their chunks interleaved.
         let a = stream(kind::LIST_DIRECTED, b"", &[item::LOGICAL, 1]);
         let b = stream(kind::FORMATTED, b"(l1)", &[item::LOGICAL, 0]);
-        assert_eq!(chunk(11, false, &a[..5]), None);
-        assert_eq!(chunk(12, false, &b[..9]), None);
-        assert_eq!(chunk(11, true, &a[5..]), Some(a));
-        assert_eq!(chunk(12, true, &b[9..]), Some(b));
+        assert_eq!(chunk(11, FIRST, &a[..5]), None);
+        assert_eq!(chunk(12, FIRST, &b[..9]), None);
+        assert_eq!(chunk(11, LAST, &a[5..]), Some(a.clone()));
+        assert_eq!(chunk(12, LAST, &b[9..]), Some(b));
+        // A statement whose kernel stopped after its first chunk: the next statement whose
+        // record comes back at the same address starts afresh.
+        assert_eq!(chunk(13, FIRST, b"stale"), None);
+        assert_eq!(chunk(13, FIRST | LAST, &a), Some(a));
         let open = OPEN.get().unwrap().lock().unwrap();
-        assert!(!open.contains_key(&11) && !open.contains_key(&12));
+        assert!(![11, 12, 13].iter().any(|id| open.contains_key(id)));
     }
 
     #[test]
     fn a_malformed_statement_is_an_error_not_a_crash() {
         let a = stream(kind::LIST_DIRECTED, b"", &[item::LOGICAL, 1]);
-        assert_eq!(replay(&a[..7]), GENERIC_ERROR);
+        assert_eq!(replay(&a[..7]), IOSTAT_NOT_SHOWN);
     }
 }

@@ -21,10 +21,20 @@ fn proxy_clock(host_ns: u64) -> u64 {
     host_ns.wrapping_add_signed(skew)
 }
 
+/// What a traced operation's times are.
+#[derive(Clone, Copy, PartialEq)]
+enum Timing {
+    /// The device's own times when its backend recorded them (CUDA events, HSA timestamps),
+    /// else the clock read around the work (the CPU plugin's): a launch, a copy on the device.
+    Device,
+    /// The clock around the whole request: a copy from or to the application, whose MPI
+    /// transfer and device copies (one per fragment, each staged in pieces) are one operation.
+    Request,
+}
+
 /// Does `work` and answers it: `Done`, or while a tool traces, `Timed` with the operation's
-/// start and end on the proxy's clock: the device's own times when its backend recorded them
-/// (CUDA events, HSA timestamps), else the clock read around the work (the CPU plugin's).
-fn timed(work: impl FnOnce() -> Result<(), Failure>) -> Result<Reply, Failure> {
+/// start and end on the proxy's clock, as `timing` says.
+fn timed(timing: Timing, work: impl FnOnce() -> Result<(), Failure>) -> Result<Reply, Failure> {
     if !op_times::wanted() {
         work()?;
         return Ok(Reply::Done);
@@ -33,7 +43,8 @@ fn timed(work: impl FnOnce() -> Result<(), Failure>) -> Result<Reply, Failure> {
     let start = monotonic_ns();
     work()?;
     let end = monotonic_ns();
-    let (start, end) = op_times::take().unwrap_or((start, end));
+    let device = op_times::take().filter(|_| timing == Timing::Device);
+    let (start, end) = device.unwrap_or((start, end));
     Ok(Reply::Timed(proxy_clock(start), proxy_clock(end)))
 }
 
@@ -223,7 +234,7 @@ impl Server {
                 let opened = self.opened(device)?;
                 self.check(&opened, dst, bytes)?;
                 let peer = self.peer(self.app, data_tag, bytes)?;
-                timed(|| {
+                timed(Timing::Request, || {
                     // SAFETY: the range was checked to lie in the device's memory.
                     unsafe {
                         transfer::receive(
@@ -241,7 +252,7 @@ impl Server {
                 let opened = self.opened(device)?;
                 self.check(&opened, src, bytes)?;
                 let peer = self.peer(self.app, data_tag, bytes)?;
-                timed(|| {
+                timed(Timing::Request, || {
                     // SAFETY: as above.
                     unsafe {
                         transfer::send(self.mpi, &*opened.device, opened.direct, src, bytes, &peer)
@@ -257,7 +268,7 @@ impl Server {
                 let opened = self.opened(device)?;
                 self.check(&opened, dst, bytes)?;
                 self.check(&opened, src, bytes)?;
-                timed(|| {
+                timed(Timing::Device, || {
                     // SAFETY: both ranges checked.
                     unsafe {
                         opened.device.copy_within_device(
@@ -402,7 +413,7 @@ impl Server {
                 };
                 let args: Vec<*mut c_void> =
                     args.iter().map(|a| *a as usize as *mut c_void).collect();
-                timed(|| {
+                timed(Timing::Device, || {
                     // SAFETY: the application passes the values its kernel takes, as it would
                     // to a local device (the kernel's own parameters are checked by GPU plugins).
                     unsafe { loaded.image.launch(handle, &args, &config) }.map_err(offload)
