@@ -2,11 +2,11 @@
 //! read-modify-write there.
 //!
 //! On the H200's machine a GPU reaches pinned host memory (allocations of kind host: the
-//! host-call port, `llvm_omp_target_alloc_host`) over PCIe, which carries loads and stores but no
-//! atomic operations the host's memory honours (`CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED`
-//! is 0). An atomic compare-exchange there is what made the device runtime's first host call hang
+//! host-call port, `llvm_omp_target_alloc_host`; memory locked by `llvm_omp_target_lock_mem`)
+//! over PCIe, which carries loads and stores but no atomic operations the host's memory honours
+//! (`CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED` is 0). An atomic compare-exchange there is what made the device runtime's first host call hang
 //! on the H200 (corpus 131). Here host memory is the host's own, where the same atomic just
-//! works, so the virtual-GPU plugin registers each host allocation
+//! works, so the virtual-GPU plugin registers each host allocation and locked range
 //! ([`rustomp_vgpu_host_memory`]), every `atomicrmw` and `cmpxchg` of the image first calls
 //! [`__vgpu_host_atomic`] (the instrumentation in `build-tools/src/vgpu/instrument.rs`), and one
 //! that lands in host memory stops the program, named, as a GPU would hang or fault.

@@ -355,6 +355,18 @@ impl Backend for VgpuDevice {
         Ok(())
     }
 
+    /// Page-locked host memory (`llvm_omp_target_lock_mem`) is reached over the bus as pinned
+    /// allocations are: registered with the hardware, whose atomics check refuses it.
+    unsafe fn lock_host(&self, host: u64, bytes: usize) -> Result<u64> {
+        (self.hardware.host_memory)(host as *const c_void, bytes, true);
+        Ok(host)
+    }
+
+    unsafe fn unlock_host(&self, host: u64) -> Result<()> {
+        (self.hardware.host_memory)(host as *const c_void, 0, false);
+        Ok(())
+    }
+
     unsafe fn copy_to_device(&self, device: u64, host: *const u8, bytes: usize) -> Result<()> {
         // SAFETY: the caller's contract: both ranges hold `bytes`.
         unsafe { std::ptr::copy(host, device as *mut u8, bytes) };
