@@ -412,6 +412,7 @@ pub struct Dim {
 }
 const _: () = {
     assert!(core::mem::size_of::<Descriptor>() == 24);
+    assert!(core::mem::offset_of!(Descriptor, dims) == 24);
     assert!(core::mem::offset_of!(Descriptor, rank) == 20);
     assert!(core::mem::offset_of!(Descriptor, type_code) == 21);
     assert!(core::mem::size_of::<Dim>() == 24);
@@ -550,7 +551,8 @@ impl Array {
             extent: 1,
             stride: 0,
         }; MAX_RANK];
-        let first = (d as *const u8).wrapping_add(core::mem::size_of::<Descriptor>()) as *const Dim;
+        let first =
+            (d as *const u8).wrapping_add(core::mem::offset_of!(Descriptor, dims)) as *const Dim;
         for (i, dim) in dims.iter_mut().enumerate().take(rank) {
             // SAFETY: the descriptor has `rank` dimensions after its fixed part.
             *dim = unsafe { first.add(i).read_unaligned() };

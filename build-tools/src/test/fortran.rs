@@ -79,15 +79,7 @@ pub fn run() -> Result<()> {
     }
     for arch in ["sm_90", "gfx90a"] {
         let log = out.join(format!("runtime_calls-{arch}.log"));
-        let args = [
-            "-O2".to_string(),
-            format!("--offload-arch={arch}"),
-            src.clone(),
-            "-o".into(),
-            out.join(format!("runtime_calls-{arch}"))
-                .display()
-                .to_string(),
-        ];
+        let args = gpu_build(arch, &src, &out.join(format!("runtime_calls-{arch}")));
         let linked = run_compile(crate::fc::command(Runtime::Ours, &args), true, &log).is_ok();
         let refused = std::fs::read_to_string(&log)
             .unwrap_or_default()
@@ -132,13 +124,7 @@ fn device_output(out: &Path, program: &str) -> Vec<String> {
     for arch in ["sm_90", "gfx90a"] {
         let exe = out.join(format!("{name}-{arch}"));
         let log = out.join(format!("{name}-{arch}.log"));
-        let args = [
-            "-O2".to_string(),
-            format!("--offload-arch={arch}"),
-            src.clone(),
-            "-o".into(),
-            exe.display().to_string(),
-        ];
+        let args = gpu_build(arch, &src, &exe);
         if run_compile(crate::fc::command(Runtime::Ours, &args), true, &log).is_err() {
             println!(
                 "fortran: {name}, {arch}: FAIL: does not link, see {}",
@@ -203,4 +189,15 @@ fn device_output(out: &Path, program: &str) -> Vec<String> {
         }
     }
     failures
+}
+
+/// `fc`'s arguments building `src` for the GPU `arch` into `exe`.
+fn gpu_build(arch: &str, src: &str, exe: &Path) -> [String; 5] {
+    [
+        "-O2".to_string(),
+        format!("--offload-arch={arch}"),
+        src.to_string(),
+        "-o".into(),
+        exe.display().to_string(),
+    ]
 }

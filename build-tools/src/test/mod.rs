@@ -59,6 +59,21 @@ mod probes;
 mod programs;
 mod remote;
 
+/// One step of the suite alone, after the runtime builds: its exit code, its failure printed
+/// under `label`.
+fn builds_then(title: &str, label: &str, step: impl FnOnce() -> Result<()>) -> Result<i32> {
+    util::step(title);
+    devicertl::run(false)?;
+    host::run()?;
+    Ok(match step() {
+        Ok(()) => 0,
+        Err(e) => {
+            println!("{label}: {e}");
+            1
+        }
+    })
+}
+
 pub fn run(o: Options) -> Result<i32> {
     if o.gpu {
         return gpu::run();
@@ -72,28 +87,18 @@ pub fn run(o: Options) -> Result<i32> {
         return Ok(i32::from(!gpu::on_virtual_gpu()?));
     }
     if o.probes_only {
-        util::step("test --probes: runtime builds (devicertl, host), then the ABI probes");
-        devicertl::run(false)?;
-        host::run()?;
-        return Ok(match probes::run() {
-            Ok(()) => 0,
-            Err(e) => {
-                println!("probes: {e}");
-                1
-            }
-        });
+        return builds_then(
+            "test --probes: runtime builds (devicertl, host), then the ABI probes",
+            "probes",
+            probes::run,
+        );
     }
     if o.fortran_only {
-        util::step("test --fortran: runtime builds (devicertl, host), then Fortran's runtime calls in device code");
-        devicertl::run(false)?;
-        host::run()?;
-        return Ok(match fortran::run() {
-            Ok(()) => 0,
-            Err(e) => {
-                println!("fortran: {e}");
-                1
-            }
-        });
+        return builds_then(
+            "test --fortran: runtime builds (devicertl, host), then Fortran's runtime calls in device code",
+            "fortran",
+            fortran::run,
+        );
     }
     if o.corpus_only {
         util::step("test --corpus: runtime builds (devicertl, host), then the program corpus");

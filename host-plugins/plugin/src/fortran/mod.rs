@@ -110,7 +110,7 @@ pub(crate) unsafe fn entry_point<F: Copy>(address: *mut c_void) -> F {
 /// The addresses of the program's own functions `names` (flang's runtime entry points): exported
 /// (a shared flang runtime), or else, as flang links its runtime, static in the executable and
 /// found in its symbol table (not when the executable is stripped).
-pub fn program_symbols(names: &[&CStr]) -> Vec<Option<*mut c_void>> {
+fn program_symbols(names: &[&CStr]) -> Vec<Option<*mut c_void>> {
     let exported: Vec<Option<*mut c_void>> = names
         .iter()
         .map(|name| {
