@@ -4,7 +4,10 @@
 
 use crate::cc::{self, Runtime};
 use crate::util::{self, Result};
-use crate::vgpu::{build_runtime_object_missing, compile_module, embed, link_image};
+use crate::vgpu::{
+    build_runtime_object_missing, compile_module, embed, instrument, link_amdgcn_module,
+    link_image, Family,
+};
 use std::path::{Path, PathBuf};
 
 /// `cargo xtask cc` / `c++`: clang, then the program's virtual-GPU image.
@@ -21,7 +24,7 @@ pub fn run_fc(args: &[String]) -> Result<i32> {
     Ok(code)
 }
 
-/// After a successful command that linked an nvptx program: its image. The real build stands
+/// After a successful command that linked an nvptx or amdgcn program: its image. The real build stands
 /// whatever happens here: only the virtual GPU lacks it.
 fn after_link(code: i32, cxx: bool, args: &[String]) {
     if code != 0 || !enabled() {
@@ -69,10 +72,14 @@ const OPTIONS_WITH_VALUE: [&str; 22] = [
 /// C and C++ sources (Fortran's are `fc::is_fortran`'s).
 const SOURCE_EXTENSIONS: [&str; 10] = ["c", "cc", "cpp", "cxx", "C", "c++", "cp", "CPP", "i", "ii"];
 
-/// What a `cc` command line says about the virtual-GPU image: the nvptx arch, the sources and
-/// the program it links; `None` when it links no nvptx program.
+/// What a `cc` command line says about the virtual-GPU image: the GPU family and arch, the
+/// sources and the program it links; `None` when it links no program for one GPU family (a
+/// build for both nvptx and amdgcn gets no image).
 #[derive(Debug, PartialEq, Eq)]
 pub struct ProgramBuild {
+    pub family: Family,
+    /// The first `--offload-arch` (the amdgcn link's processor).
+    pub arch: String,
     pub output: PathBuf,
     pub sources: Vec<PathBuf>,
     /// The arguments without the sources and `-o`.
@@ -80,10 +87,16 @@ pub struct ProgramBuild {
 }
 
 pub fn program_build(args: &[String]) -> Option<ProgramBuild> {
-    let nvptx = args.iter().any(|a| {
-        a.strip_prefix("--offload-arch=")
-            .is_some_and(|v| v.split(',').all(|arch| arch.starts_with("sm_")))
-    });
+    let archs: Vec<&str> = args
+        .iter()
+        .filter_map(|a| a.strip_prefix("--offload-arch="))
+        .collect();
+    let family = Family::of_archs(&archs.join(","));
+    let arch = archs
+        .first()
+        .and_then(|list| list.split(',').next())
+        .unwrap_or_default()
+        .to_string();
     let stops_early = args.iter().any(|a| {
         matches!(
             a.as_str(),
@@ -97,7 +110,8 @@ pub fn program_build(args: &[String]) -> Option<ProgramBuild> {
                 | "-MM"
         )
     });
-    if !nvptx || stops_early {
+    let family = family?;
+    if stops_early {
         return None;
     }
     let mut output = PathBuf::from("a.out");
@@ -142,6 +156,8 @@ pub fn program_build(args: &[String]) -> Option<ProgramBuild> {
         i += 1;
     }
     (!sources.is_empty()).then_some(ProgramBuild {
+        family,
+        arch,
         output,
         sources,
         rest,
@@ -153,13 +169,15 @@ pub fn enabled() -> bool {
     std::env::var("RUSTOMP_VGPU_BUILD").map_or(true, |v| v != "0")
 }
 
-/// After `cc` or `fc` linked a program for an nvptx arch: its virtual-GPU image, embedded
+/// After `cc` or `fc` linked a program for an nvptx or amdgcn arch: its virtual-GPU image, embedded
 /// (`cxx`: C++ sources of a `cc` command are compiled as C++). Objects or
 /// archives given to the link are not recompiled: their device code is missing from the image,
 /// which fails at run time naming the kernel, as a kernel missing from a cubin would.
 pub fn build_for_program(cxx: bool, build: &ProgramBuild) -> Result<()> {
-    if let Some(why) = build_runtime_object_missing() {
-        crate::bail!("{why}");
+    if build.family == Family::Nvptx {
+        if let Some(why) = build_runtime_object_missing() {
+            crate::bail!("{why}");
+        }
     }
     let work = std::env::temp_dir().join(format!(
         "rustomp-vgpu-{}-{}",
@@ -173,7 +191,7 @@ pub fn build_for_program(cxx: bool, build: &ProgramBuild) -> Result<()> {
     let _ = std::fs::remove_dir_all(&work);
     util::mkdirs(&work)?;
     let result = (|| {
-        let mut objects = Vec::new();
+        let mut bitcode = Vec::new();
         for (n, source) in build.sources.iter().enumerate() {
             let bc = work.join(format!("{n}.bc"));
             let mut args = build.rest.clone();
@@ -200,13 +218,31 @@ pub fn build_for_program(cxx: bool, build: &ProgramBuild) -> Result<()> {
                     String::from_utf8_lossy(&out.stderr)
                 );
             }
-            let object = work.join(format!("{n}.o"));
-            compile_module(&bc, &object, None)?;
-            objects.push(object);
+            bitcode.push(bc);
         }
+        let objects = match build.family {
+            Family::Nvptx => {
+                let mut objects = Vec::new();
+                for (n, bc) in bitcode.iter().enumerate() {
+                    let object = work.join(format!("{n}.o"));
+                    compile_module(bc, &object, None)?;
+                    objects.push(object);
+                }
+                objects
+            }
+            Family::Amdgcn => {
+                // One module: the sources and the device runtime, linked and optimized as the
+                // real image is; the team-memory layout once, here.
+                let linked = work.join("linked.bc");
+                link_amdgcn_module(&bitcode, &build.arch, &linked)?;
+                let object = work.join("linked.o");
+                compile_module(&linked, &object, Some(instrument::LAYOUT))?;
+                vec![object]
+            }
+        };
         let image = work.join("image.so");
-        link_image(&objects, &image)?;
-        embed(&build.output, &image)
+        link_image(&objects, &image, build.family)?;
+        embed(&build.output, &image, build.family)
     })();
     let _ = std::fs::remove_dir_all(&work);
     result
@@ -234,6 +270,7 @@ mod tests {
             "inc.c",
         ]))
         .unwrap();
+        assert_eq!((b.family, b.arch.as_str()), (Family::Nvptx, "sm_90"));
         assert_eq!(b.output, PathBuf::from("prog"));
         assert_eq!(
             b.sources,
@@ -252,12 +289,17 @@ mod tests {
     }
 
     #[test]
+    fn a_linking_amdgcn_build_is_recognized() {
+        let b = program_build(&s(&["--offload-arch=gfx90a,gfx942", "a.c", "-o", "p"])).unwrap();
+        assert_eq!((b.family, b.arch.as_str()), (Family::Amdgcn, "gfx90a"));
+    }
+
+    #[test]
     fn other_builds_are_not() {
         assert_eq!(
             program_build(&s(&["--offload-arch=sm_90", "-c", "a.c"])),
             None
         );
-        assert_eq!(program_build(&s(&["--offload-arch=gfx90a", "a.c"])), None);
         assert_eq!(
             program_build(&s(&["--offload-arch=sm_90,gfx90a", "a.c"])),
             None

@@ -84,7 +84,10 @@ pub fn run(o: Options) -> Result<i32> {
         );
         devicertl::run(false)?;
         host::run()?;
-        return Ok(i32::from(!gpu::on_virtual_gpu()?));
+        let nvptx_ok = gpu::on_virtual_gpu()?;
+        util::step("test --vgpu: gfx90a programs on the virtual GPU (wavefronts of 64)");
+        let amdgcn_ok = gpu::amdgcn_on_virtual_gpu()?;
+        return Ok(i32::from(!(nvptx_ok && amdgcn_ok)));
     }
     if o.probes_only {
         return builds_then(
@@ -234,6 +237,17 @@ pub fn run(o: Options) -> Result<i32> {
             Err(e) => {
                 println!("gpu suite: {e}");
                 failed_steps.push("GPU suite against the stand-in CUDA driver".to_string());
+            }
+        }
+        util::step(
+            "test: gfx90a programs on the virtual GPU (amdgcn device code, wavefronts of 64)",
+        );
+        match gpu::amdgcn_on_virtual_gpu() {
+            Ok(true) => {}
+            Ok(false) => failed_steps.push("gfx90a programs on the virtual GPU".to_string()),
+            Err(e) => {
+                println!("virtual GPU (gfx90a): {e}");
+                failed_steps.push("gfx90a programs on the virtual GPU".to_string());
             }
         }
         util::step("test 5/5: program corpus (host offload, x86_64-pc-linux-gnu)");

@@ -277,6 +277,8 @@ pub(super) enum Scope {
     /// The virtual GPU: its own `vgpu:` lines (not the `gpu:` ones, which name what a real
     /// GPU lacks, as pageable memory access).
     VirtualGpu,
+    /// The virtual GPU running amdgcn device code: its `vgpu-amdgcn:` lines.
+    VirtualAmdgcn,
 }
 
 /// The programs documented as failing where `scope` runs them: (name, why).
@@ -288,6 +290,8 @@ pub(super) fn known_failures(path: &std::path::Path, scope: Scope) -> Vec<(Strin
         .filter_map(|l| {
             let (applies, l) = if let Some(rest) = l.strip_prefix("gpu:") {
                 (scope == Scope::Gpu, rest.trim())
+            } else if let Some(rest) = l.strip_prefix("vgpu-amdgcn:") {
+                (scope == Scope::VirtualAmdgcn, rest.trim())
             } else if let Some(rest) = l.strip_prefix("vgpu:") {
                 (scope == Scope::VirtualGpu, rest.trim())
             } else if let Some(rest) = l.strip_prefix("host:") {

@@ -38,12 +38,14 @@ const WRITE: u32 = 1;
 const REDZONE_BYTES: u32 = 32;
 
 /// Exported by the image (from the device runtime's object): where team memory and its object
-/// table lie, read by the virtual-GPU plugin (`rustomp_abi::VgpuSharedLayout`).
+/// table lie, read by the virtual-GPU plugin (`rustomp_abi::VgpuSharedLayout`); all null when
+/// the image has no team memory (an amdgcn module whose kernels use none: the optimizer dropped
+/// the runtime's team state with the runtime calls).
 pub const LAYOUT: &str = "\
-@__start_vgpu_shared = external hidden addrspace(3) global i8
-@__stop_vgpu_shared = external hidden addrspace(3) global i8
-@__start_vgpu_shared_objects = external hidden global i8
-@__stop_vgpu_shared_objects = external hidden global i8
+@__start_vgpu_shared = extern_weak hidden addrspace(3) global i8
+@__stop_vgpu_shared = extern_weak hidden addrspace(3) global i8
+@__start_vgpu_shared_objects = extern_weak hidden global i8
+@__stop_vgpu_shared_objects = extern_weak hidden global i8
 @__vgpu_shared_layout = constant { ptr, ptr, ptr, ptr } { ptr addrspacecast (ptr addrspace(3) @__start_vgpu_shared to ptr), ptr addrspacecast (ptr addrspace(3) @__stop_vgpu_shared to ptr), ptr @__start_vgpu_shared_objects, ptr @__stop_vgpu_shared_objects }, align 8
 ";
 
@@ -63,9 +65,17 @@ pub fn instrument(ll: &str) -> String {
     let mut state = State::default();
     let mut out = String::with_capacity(ll.len() * 2);
     let mut function = String::new();
+    // The function's values of a pointer type with an address space (amdgcn calls through
+    // `ptr addrspace(1)` values): the check takes a generic pointer.
+    let mut spaced_pointers: HashMap<String, String> = HashMap::new();
+    let mut casts = 0usize;
     for line in ll.lines() {
         if line.starts_with("define ") {
             function = defined_name(line).unwrap_or_default().to_string();
+            spaced_pointers.clear();
+        }
+        if let Some((value, ty)) = spaced_pointer_value(line) {
+            spaced_pointers.insert(value.to_string(), ty.to_string());
         }
         if line.starts_with('@') {
             if let Some(done) = state.shared_global(line) {
@@ -75,9 +85,18 @@ pub fn instrument(ll: &str) -> String {
         } else if line.starts_with("  ") {
             if let Some(callee) = indirect_callee(line) {
                 let site = state.site(&function, dbg_of(line).and_then(|d| metadata.location(d)));
+                let generic = match spaced_pointers.get(callee) {
+                    Some(ty) => {
+                        casts += 1;
+                        let cast = format!("%__vgpu_callee.{casts}");
+                        let _ = writeln!(out, "  {cast} = addrspacecast {ty} {callee} to ptr");
+                        cast
+                    }
+                    None => callee.to_string(),
+                };
                 let _ = writeln!(
                     out,
-                    "  call void @__vgpu_indirect_call(ptr {callee}, ptr @__vgpu_site.{site})"
+                    "  call void @__vgpu_indirect_call(ptr {generic}, ptr @__vgpu_site.{site})"
                 );
             }
             if let Some(at) = line.find("@__vgpu_ptx_note_omp_barrier(") {
@@ -349,6 +368,30 @@ fn indirect_callee(line: &str) -> Option<&str> {
         from = end;
     }
     None
+}
+
+/// `%v = load ptr addrspace(1), ...` (or a `phi`, `select` or `getelementptr` whose result is
+/// such a pointer) -> (`%v`, `ptr addrspace(1)`).
+fn spaced_pointer_value(line: &str) -> Option<(&str, &str)> {
+    let body = line.trim_start();
+    let (value, rest) = body.split_once(" = ")?;
+    if !value.starts_with('%') {
+        return None;
+    }
+    let rest = rest.trim_start_matches("volatile ");
+    let after_op = ["load ", "phi ", "load atomic "]
+        .iter()
+        .find_map(|op| rest.strip_prefix(op))
+        .or_else(|| {
+            // select i1 %c, <ty> %a, <ty> %b: the type after the condition.
+            rest.strip_prefix("select ")
+                .and_then(|r| r.split_once(", ").map(|(_, t)| t))
+        })?;
+    let after_op = after_op.trim_start_matches("volatile ");
+    let ty_end = after_op.find(')')? + 1;
+    let ty = &after_op[..ty_end];
+    (ty.starts_with("ptr addrspace(") && !after_op[ty_end..].starts_with(" ("))
+        .then_some((value, ty))
 }
 
 fn is_value_name_char(c: char) -> bool {
@@ -728,6 +771,26 @@ define internal void @worker(ptr %p, ptr addrspace(3) %q, ptr addrspace(5) %l, p
             Some("%7")
         );
         assert_eq!(indirect_callee("  %r = call i32 @f(ptr %fp)"), None);
+        assert_eq!(
+            spaced_pointer_value("  %93 = load ptr addrspace(1), ptr addrspace(1) %92, align 8"),
+            Some(("%93", "ptr addrspace(1)"))
+        );
+        assert_eq!(
+            spaced_pointer_value("  %9 = select i1 %c, ptr addrspace(1) %a, ptr addrspace(1) %b"),
+            Some(("%9", "ptr addrspace(1)"))
+        );
+        assert_eq!(
+            spaced_pointer_value("  %3 = load ptr, ptr %2, align 8"),
+            None
+        );
+        let out = instrument(
+            "define void @f(ptr addrspace(1) %p) {\n  %1 = load ptr addrspace(1), ptr addrspace(1) %p, align 8\n  call void %1()\n  ret void\n}\n",
+        );
+        assert!(
+            out.contains("addrspacecast ptr addrspace(1) %1 to ptr")
+                && out.contains("@__vgpu_indirect_call(ptr %__vgpu_callee."),
+            "{out}"
+        );
         assert_eq!(indirect_callee("  %r = call i32 asm \"x\", \"=r\"()"), None);
         let out = instrument("define void @k(ptr %fp) {\n  call void %fp()\n  ret void\n}\n");
         assert!(

@@ -1,4 +1,5 @@
-//! The virtual GPU's images: an nvptx64 program's real device code, retargeted to x86_64.
+//! The virtual GPU's images: an nvptx64 or amdgcn program's real device code, retargeted to
+//! x86_64.
 //!
 //! `cargo xtask cc --offload-arch=sm_XX prog.c -o prog` builds `prog` as clang does, then
 //! compiles each source once more for the device only (`--offload-device-only -emit-llvm`:
@@ -9,6 +10,13 @@
 //! `cargo xtask devicertl`) into a shared object, and adds that to `prog` as the section
 //! `.rustomp.vgpu`. The virtual-GPU plugin (`host-plugins/vgpu`) finds it there when the
 //! program registers its nvptx image, and runs its kernels on `librustomp_vgpu.so`.
+//!
+//! `--offload-arch=gfx90a` (any gfx): each source's device-only bitcode is linked with the
+//! amdgcn device runtime (`libompdevice.a`) by the same LTO link clang-linker-wrapper runs for
+//! the real image (openmp-opt and the indirect-call pass at link time, as there), stopped before
+//! code generation (`--lto-emit-llvm`) and without the AMDGPU backend's LDS packing (an IR
+//! layout step: the team-shared globals stay globals, as nvptx's); that module is retargeted the
+//! same way and goes into the section `.rustomp.vgpu.amdgcn`, run with wavefronts of 64.
 //!
 //! Set `RUSTOMP_VGPU_BUILD=0` to skip this step; a program without the section still runs on
 //! real GPUs, and the virtual GPU refuses it by name.
@@ -26,10 +34,45 @@ use std::path::{Path, PathBuf};
 
 /// Changes whenever retargeting or linking changes what an image holds (the GPU suite's
 /// compile cache keys on it, so its binaries get new images).
-pub const IMAGE_VERSION: u32 = 6;
+pub const IMAGE_VERSION: u32 = 7;
 
-/// The section of a program (or shared library) that holds its virtual-GPU image.
+/// The GPU family whose device code an image retargets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    Nvptx,
+    Amdgcn,
+}
+
+impl Family {
+    /// The family of every arch of an `--offload-arch` list, when they agree.
+    pub fn of_archs(list: &str) -> Option<Family> {
+        let family = |arch: &str| {
+            if arch.starts_with("sm_") {
+                Some(Family::Nvptx)
+            } else if arch.starts_with("gfx") {
+                Some(Family::Amdgcn)
+            } else {
+                None
+            }
+        };
+        let mut archs = list.split(',');
+        let first = family(archs.next()?)?;
+        archs.all(|a| family(a) == Some(first)).then_some(first)
+    }
+
+    /// The section of a program (or shared library) that holds its image of this family.
+    pub fn section(self) -> &'static str {
+        match self {
+            Family::Nvptx => SECTION,
+            Family::Amdgcn => SECTION_AMDGCN,
+        }
+    }
+}
+
+/// The section of a program (or shared library) that holds its nvptx virtual-GPU image.
 pub const SECTION: &str = ".rustomp.vgpu";
+/// The section that holds its amdgcn virtual-GPU image.
+pub const SECTION_AMDGCN: &str = ".rustomp.vgpu.amdgcn";
 /// The virtual GPU's hardware, in `dist/lib`.
 pub const HARDWARE_LIBRARY: &str = "librustomp_vgpu.so";
 
@@ -91,10 +134,37 @@ pub fn compile_module(bc: &Path, object: &Path, extra: Option<&str>) -> Result<(
     Ok(())
 }
 
-/// Links the objects with the retargeted device runtime into the image; a symbol neither they
-/// nor the virtual GPU's hardware define (an NVVM intrinsic it does not emulate) is an error
-/// naming it.
-pub fn link_image(objects: &[PathBuf], image: &Path) -> Result<()> {
+/// The amdgcn device link of `bitcode` (device-only compiles) for `arch`, as
+/// clang-linker-wrapper runs it for the real image (the device runtime, the indirect-call pass
+/// at link time), written as optimized bitcode to `linked` instead of compiled.
+pub fn link_amdgcn_module(bitcode: &[PathBuf], arch: &str, linked: &Path) -> Result<()> {
+    let lib = dist_lib();
+    Cmd::new("clang-22")
+        .args(["--target=amdgcn-amd-amdhsa", "-flto", "-nogpulib"])
+        .arg(format!("-mcpu={arch}"))
+        .arg("-Wl,--no-undefined")
+        .args(bitcode)
+        .args(["-Xlinker", "-lompdevice", "-Xlinker"])
+        .arg(format!("-L{}", lib.join("amdgcn-amd-amdhsa").display()))
+        .arg("-Xlinker")
+        .arg(format!(
+            "--load-pass-plugin={}",
+            lib.join(crate::pass::PLUGIN).display()
+        ))
+        .arg("-Wl,--lto-emit-llvm")
+        // The backend's LDS packing (one struct per kernel, found through a kernel id) is a
+        // layout step of code generation that LTO runs early for AMDGPU: the globals stay.
+        .arg("-Wl,-mllvm,-amdgpu-enable-lower-module-lds=false")
+        .arg("-o")
+        .arg(linked)
+        .hint("clang-22 and lld-22 are needed: `cargo xtask setup`")
+        .run()
+}
+
+/// Links the objects (with the retargeted nvptx device runtime; an amdgcn module has its own
+/// linked in) into the image; a symbol neither they nor the virtual GPU's hardware define (an
+/// NVVM or AMDGPU intrinsic it does not emulate) is an error naming it.
+pub fn link_image(objects: &[PathBuf], image: &Path, family: Family) -> Result<()> {
     let lib = dist_lib();
     // -Bsymbolic: the image's own definitions (the device runtime's __kmpc_* above all) bind
     // inside it, as on a GPU, never to the host's libomp or to the host build of the device
@@ -109,7 +179,7 @@ pub fn link_image(objects: &[PathBuf], image: &Path) -> Result<()> {
         .arg("-o")
         .arg(image)
         .args(objects)
-        .arg(runtime_object())
+        .args((family == Family::Nvptx).then(runtime_object))
         .arg(format!("-L{}", lib.display()))
         .args(["-lrustomp_vgpu", "-lm"])
         .output_raw()?;
@@ -118,9 +188,15 @@ pub fn link_image(objects: &[PathBuf], image: &Path) -> Result<()> {
         let missing: Vec<String> = text
             .lines()
             .filter_map(|l| l.split("undefined symbol: ").nth(1))
-            .map(|s| match s.trim().strip_prefix("__vgpu_nvvm_") {
-                Some(nvvm) => format!("llvm.nvvm.{nvvm} (as __vgpu_nvvm_{nvvm})"),
-                None => s.trim().to_string(),
+            .map(|s| {
+                let s = s.trim();
+                if let Some(nvvm) = s.strip_prefix("__vgpu_nvvm_") {
+                    format!("llvm.nvvm.{nvvm} (as {s})")
+                } else if let Some(amdgcn) = s.strip_prefix("__vgpu_amdgcn_") {
+                    format!("llvm.amdgcn.{amdgcn} (as {s})")
+                } else {
+                    s.to_string()
+                }
             })
             .collect();
         if !missing.is_empty() {
@@ -134,13 +210,14 @@ pub fn link_image(objects: &[PathBuf], image: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Puts `image` into `binary` as [`SECTION`] (replacing an older one).
-pub fn embed(binary: &Path, image: &Path) -> Result<()> {
+/// Puts `image` into `binary` as its family's section (replacing an older one).
+pub fn embed(binary: &Path, image: &Path, family: Family) -> Result<()> {
+    let section = family.section();
     Cmd::new("llvm-objcopy-22")
         .arg("--remove-section")
-        .arg(SECTION)
+        .arg(section)
         .arg("--add-section")
-        .arg(format!("{SECTION}={}", image.display()))
+        .arg(format!("{section}={}", image.display()))
         .arg(binary)
         .hint("LLVM 22's llvm-objcopy is needed: `cargo xtask setup`")
         .run()

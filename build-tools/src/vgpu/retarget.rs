@@ -1,17 +1,20 @@
-//! nvptx64 LLVM IR (text) to x86_64 LLVM IR that calls the virtual GPU's hardware
+//! nvptx64 or amdgcn LLVM IR (text) to x86_64 LLVM IR that calls the virtual GPU's hardware
 //! (`librustomp_vgpu.so`) where the GPU's own instructions were:
-//! - the module's triple and data layout become x86_64's (both lay out the ABI types the same
-//!   way: 64-bit pointers, natural alignment);
-//! - `ptx_kernel` functions become ordinary functions of the same name, exported as before;
-//! - each NVVM intrinsic `llvm.nvvm.<a.b.c>` becomes a call of `__vgpu_nvvm_<a_b_c>`, and
-//!   `llvm.trap` `__vgpu_trap` (which names the kernel, team and thread);
+//! - the module's triple and data layout become x86_64's (they lay out the ABI types the same
+//!   way: 64-bit generic and global pointers, natural alignment);
+//! - `ptx_kernel` and `amdgpu_kernel` functions become ordinary functions of the same name,
+//!   exported as before;
+//! - each NVVM intrinsic `llvm.nvvm.<a.b.c>` becomes a call of `__vgpu_nvvm_<a_b_c>`, each
+//!   AMDGPU one `llvm.amdgcn.<a.b>` a call of `__vgpu_amdgcn_<a_b>`, and `llvm.trap`
+//!   `__vgpu_trap` (which names the kernel, team and thread);
 //! - each inline PTX block it knows (by a fingerprint of its instructions) becomes a call of
 //!   `__vgpu_ptx_<what it computes>`; any other one is an error naming it;
 //! - the nvptx target attributes (`target-cpu`, `target-features`) go.
 //!
-//! Address spaces stay: x86_64 treats 1, 3 and 4 as the default one, so the team-shared
-//! globals (`addrspace(3)`) are ordinary globals, one instance, which is right while one team
-//! runs at a time (see `rustomp_vgpu`).
+//! Address spaces stay: x86_64 treats 1, 3, 4 and 5 as the default one (with 64-bit pointers,
+//! where amdgcn's LDS and private pointers have 32), so the team-shared globals
+//! (`addrspace(3)`) are ordinary globals, one instance, which is right while one team runs at a
+//! time (see `rustomp_vgpu`), and amdgcn's `addrspace(5)` allocas are the host stack's.
 
 /// x86_64's data layout (clang-22's for `x86_64-pc-linux-gnu`).
 const X86_64_LAYOUT: &str =
@@ -157,7 +160,9 @@ pub fn retarget(ll: &str) -> Result<String, String> {
         } else {
             let mut l = rename_intrinsics(line);
             if l.starts_with("define ") {
-                l = l.replacen(" ptx_kernel ", " ", 1);
+                l = l
+                    .replacen(" ptx_kernel ", " ", 1)
+                    .replacen(" amdgpu_kernel ", " ", 1);
             }
             if l.starts_with("declare ") && l.contains("@__vgpu_") {
                 // `immarg` is for intrinsics only; the calls keep their constant arguments.
@@ -203,13 +208,16 @@ fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '.' || c == '_'
 }
 
-/// `@llvm.nvvm.a.b` -> `@__vgpu_nvvm_a_b`; `@llvm.trap` -> `@__vgpu_trap`; `@vprintf` (the
+/// `@llvm.nvvm.a.b` -> `@__vgpu_nvvm_a_b`; `@llvm.amdgcn.a.b` -> `@__vgpu_amdgcn_a_b`; `@llvm.trap` -> `@__vgpu_trap`; `@vprintf` (the
 /// CUDA driver's, whose second argument is a packed buffer) -> `@__vgpu_vprintf`, never the C
 /// library's `vprintf`, whose second argument is a `va_list`.
 fn rename_intrinsics(line: &str) -> String {
     let renamed = line.replace("@vprintf(", "@__vgpu_vprintf(");
     let line = renamed.as_str();
-    if !line.contains("@llvm.nvvm.") && !line.contains("@llvm.trap") {
+    if !line.contains("@llvm.nvvm.")
+        && !line.contains("@llvm.amdgcn.")
+        && !line.contains("@llvm.trap")
+    {
         return line.to_string();
     }
     let mut out = String::with_capacity(line.len() + 16);
@@ -223,6 +231,9 @@ fn rename_intrinsics(line: &str) -> String {
         if let Some(nvvm) = name.strip_prefix("llvm.nvvm.") {
             out.push_str("@__vgpu_nvvm_");
             out.push_str(&nvvm.replace('.', "_"));
+        } else if let Some(amdgcn) = name.strip_prefix("llvm.amdgcn.") {
+            out.push_str("@__vgpu_amdgcn_");
+            out.push_str(&amdgcn.replace('.', "_"));
         } else if name == "llvm.trap" {
             out.push_str("@__vgpu_trap");
         } else {
@@ -281,7 +292,8 @@ fn first_instruction(ptx: &[u8]) -> String {
 }
 
 /// A call of inline asm replaced by a call of its `__vgpu_ptx_*` function (and that function's
-/// declaration); an empty block (a compiler barrier) stays.
+/// declaration); an empty block (a compiler barrier) stays, an amdgcn register class in its
+/// constraints (`v`: a VGPR, `s`: an SGPR) becomes x86_64's general one.
 fn replace_asm(line: &str) -> Result<(String, Option<&'static str>), String> {
     let Some(at) = line.find(" asm ") else {
         return Ok((line.to_string(), None));
@@ -296,7 +308,7 @@ fn replace_asm(line: &str) -> Result<(String, Option<&'static str>), String> {
         .ok_or_else(|| format!("unterminated inline asm in `{line}`"))?;
     let text = unescape(&after[text_start..text_start + text_len]);
     if text.iter().all(u8::is_ascii_whitespace) {
-        return Ok((line.to_string(), None));
+        return Ok((host_register_classes(line), None));
     }
     // `, "constraints"`
     let rest = &after[text_start + text_len + 1..];
@@ -318,6 +330,21 @@ fn replace_asm(line: &str) -> Result<(String, Option<&'static str>), String> {
         format!("{} @{function}{tail}", &line[..at]),
         Some(declaration),
     ))
+}
+
+/// An empty asm block's amdgcn constraints (`"=v,0"`, the runtime's opaque code pointer) with
+/// x86_64's general registers; other constraints as they are.
+fn host_register_classes(line: &str) -> String {
+    let mut out = line.to_string();
+    for (gpu, host) in [
+        ("\"=v,0\"", "\"=r,0\""),
+        ("\"=s,0\"", "\"=r,0\""),
+        ("\"v\"", "\"r\""),
+        ("\"s\"", "\"r\""),
+    ] {
+        out = out.replace(gpu, host);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -354,6 +381,28 @@ mod tests {
             "{out}"
         );
         assert!(!out.contains("sm_90"));
+    }
+
+    #[test]
+    fn amdgcn_kernels_intrinsics_and_register_classes_become_the_hosts() {
+        let ll = "target triple = \"amdgcn-amd-amdhsa\"\n\
+                  define weak_odr protected amdgpu_kernel void @k(ptr %0) #0 {\n\
+                  \x20 %t = call i32 @llvm.amdgcn.workitem.id.x()\n\
+                  \x20 %b = call i64 @llvm.amdgcn.ballot.i64(i1 true)\n\
+                  \x20 %a = alloca i32, align 4, addrspace(5)\n\
+                  \x20 %q = call ptr asm \"\", \"=v,0\"(ptr %0)\n\
+                  \x20 ret void\n}\n\
+                  declare void @llvm.amdgcn.s.sleep(i32 immarg)\n";
+        let out = retarget(ll).unwrap();
+        assert!(
+            out.contains("define weak_odr protected void @k(ptr %0)"),
+            "{out}"
+        );
+        assert!(out.contains("call i32 @__vgpu_amdgcn_workitem_id_x()"));
+        assert!(out.contains("call i64 @__vgpu_amdgcn_ballot_i64(i1 true)"));
+        assert!(out.contains("alloca i32, align 4, addrspace(5)"));
+        assert!(out.contains("call ptr asm \"\", \"=r,0\"(ptr %0)"), "{out}");
+        assert!(out.contains("declare void @__vgpu_amdgcn_s_sleep(i32)"));
     }
 
     #[test]

@@ -42,11 +42,9 @@ The virtual GPU is listed always; programs use it under RUSTOMP_VGPU=1. Under
 
 /// The built-in plugins, constructed and ordered as the host library does.
 fn plugins() -> Vec<Box<dyn Plugin>> {
-    vec![
-        // Listed always; programs use it only under RUSTOMP_VGPU=1.
-        Box::new(rustomp_vgpu_plugin::VgpuPlugin::new(
-            rustomp_vgpu_plugin::VgpuDriver::new(),
-        )),
+    // Listed always; programs use them only under RUSTOMP_VGPU=1.
+    let mut plugins = rustomp_vgpu_plugin::plugins();
+    plugins.extend::<Vec<Box<dyn Plugin>>>(vec![
         Box::new(rustomp_cuda_plugin::CudaPlugin::new(
             rustomp_cuda_plugin::CudaDriver::new(),
         )),
@@ -56,7 +54,8 @@ fn plugins() -> Vec<Box<dyn Plugin>> {
         Box::new(rustomp_host_plugin::HostPlugin::new()),
         // Other nodes' devices, under `mpirun -np N rustomp-proxy : -np 1 rustomp-info`.
         Box::new(rustomp_remote_plugin::RemotePlugin::new()),
-    ]
+    ]);
+    plugins
 }
 
 /// The installed host library next to this program (`P/bin/../lib`), when there is one.

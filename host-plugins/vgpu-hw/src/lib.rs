@@ -13,6 +13,7 @@
 //! team's shared memory is then that one instance. OpenMP gives teams no way to wait for each
 //! other, so a correct program cannot tell.
 
+pub mod amdgcn;
 pub mod host_memory;
 pub mod indirect;
 pub mod math;

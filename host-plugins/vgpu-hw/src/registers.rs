@@ -13,9 +13,10 @@ std::thread_local! {
 /// Sets the dimensions of the launch the calling OS thread runs.
 pub fn set_dimensions(grid: [u32; 3], block: [u32; 3]) {
     DIMENSIONS.with(|d| d.set((grid, block)));
+    crate::amdgcn::set_dispatch_packet(grid, block);
 }
 
-fn geometry() -> (u32, u32, u32, u32, u32) {
+pub(crate) fn geometry() -> (u32, u32, u32, u32, u32) {
     let me = team::thread();
     with_team(|t| (me, t.threads, t.block, t.blocks, t.warp))
 }
@@ -30,20 +31,20 @@ fn component(index: u32, dims: [u32; 3], axis: usize) -> u32 {
     }
 }
 
-fn thread_index(axis: usize) -> u32 {
+pub(crate) fn thread_index(axis: usize) -> u32 {
     component(geometry().0, DIMENSIONS.with(Cell::get).1, axis)
 }
-fn block_index(axis: usize) -> u32 {
+pub(crate) fn block_index(axis: usize) -> u32 {
     component(geometry().2, DIMENSIONS.with(Cell::get).0, axis)
 }
-fn block_dimension(axis: usize) -> u32 {
+pub(crate) fn block_dimension(axis: usize) -> u32 {
     DIMENSIONS.with(Cell::get).1[axis]
 }
-fn grid_dimension(axis: usize) -> u32 {
+pub(crate) fn grid_dimension(axis: usize) -> u32 {
     DIMENSIONS.with(Cell::get).0[axis]
 }
 
-fn lane() -> u32 {
+pub(crate) fn lane() -> u32 {
     let (me, _, _, _, warp) = geometry();
     me % warp
 }
@@ -85,7 +86,7 @@ registers! {
     __vgpu_nvvm_activemask => team::converged_lanes() as u32;
 }
 
-fn clock_ns() -> u64 {
+pub(crate) fn clock_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
@@ -101,7 +102,7 @@ pub extern "C" fn __vgpu_nvvm_read_ptx_sreg_clock64() -> u64 {
 }
 
 /// `i1` arguments arrive in the low bit of a byte whose other bits are undefined.
-fn bit(value: u8) -> bool {
+pub(crate) fn bit(value: u8) -> bool {
     value & 1 != 0
 }
 

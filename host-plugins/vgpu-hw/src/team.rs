@@ -54,6 +54,9 @@ struct WarpExchange {
     /// Lanes asking `activemask` together, and those that have read the answer.
     converged: u64,
     converged_departed: u64,
+    /// The execution mask of an amdgcn round, fixed by the first lane that found every lane
+    /// there or elsewhere (0: the round is open); each lane of the round gets it.
+    closed: u64,
 }
 
 /// What one team's threads share.
@@ -74,6 +77,9 @@ pub struct TeamState {
     /// unchanged while every thread waits at a meeting is a deadlock.
     progress: u64,
     waiting: Vec<Option<&'static str>>,
+    /// How often each thread found its wait not over (a meeting's, or a spin-wait's): a thread
+    /// that waits may have been let through since it last looked, until it looks again.
+    blocked_checks: Vec<u64>,
     /// Threads whose last pause was a spin-wait's.
     spinning: Vec<bool>,
     /// Per thread, the site of the OpenMP barrier (`__kmpc_barrier`) it is in, or null.
@@ -106,10 +112,12 @@ impl TeamState {
                     departed: 0,
                     converged: 0,
                     converged_departed: 0,
+                    closed: 0,
                 })
                 .collect(),
             progress: 0,
             waiting: vec![None; threads as usize],
+            blocked_checks: vec![0; threads as usize],
             spinning: vec![false; threads as usize],
             omp_barrier: vec![core::ptr::null(); threads as usize],
             arrivals: Vec::new(),
@@ -252,7 +260,10 @@ fn wait_until(what: &'static str, mut ready: impl FnMut(&mut TeamState) -> bool)
             with_team(|t| t.waiting[me] = None);
             return;
         }
-        with_team(|t| t.waiting[me] = Some(what));
+        with_team(|t| {
+            t.waiting[me] = Some(what);
+            t.blocked_checks[me] += 1;
+        });
         pause(Pause::Blocked(what));
     }
 }
@@ -370,6 +381,11 @@ pub fn mbarrier_arrive_and_wait(address: usize) {
     }
 }
 
+/// Where a lane waits to enter a warp meeting while the previous one drains.
+const WARP_DRAINING: &str = "a warp operation (the previous one draining)";
+/// Where a lane waits for the other lanes of a warp meeting.
+const WARP_MEETING: &str = "a warp operation (shfl, vote, bar.warp.sync)";
+
 /// The lanes of `mask` in the caller's warp meet; each gets every lane's `value` (lanes that
 /// did not take part read as their old value). Returns the values and the lanes that met.
 pub fn warp_exchange(mask: u64, value: u32) -> ([u32; 64], u64) {
@@ -382,9 +398,7 @@ fn exchange(mask: u64, value: u32, orders_memory: bool) -> ([u32; 64], u64) {
     let (w, lane) = with_team(|t| (me / t.warp, me % t.warp));
     let bit = 1u64 << lane;
     // A meeting still draining (a lane has left, others not yet) must end first.
-    wait_until("a warp operation (the previous one draining)", |t| {
-        t.warps[w as usize].departed == 0
-    });
+    wait_until(WARP_DRAINING, |t| t.warps[w as usize].departed == 0);
     with_team(|t| {
         let x = &mut t.warps[w as usize];
         x.values[lane as usize] = value;
@@ -394,7 +408,7 @@ fn exchange(mask: u64, value: u32, orders_memory: bool) -> ([u32; 64], u64) {
     if orders_memory {
         racecheck::arrive(racecheck::Meeting::Warp(w));
     }
-    wait_until("a warp operation (shfl, vote, bar.warp.sync)", |t| {
+    wait_until(WARP_MEETING, |t| {
         let need = (mask | bit) & t.live_lanes(w);
         t.warps[w as usize].arrived & need == need
     });
@@ -436,35 +450,78 @@ pub fn active_lanes() -> u64 {
 /// So lanes that left a loop early (waiting at a barrier after it) are not in the mask of the
 /// lanes still in it, as on a GPU with independent thread scheduling.
 pub fn converged_lanes() -> u64 {
+    lanes_together(false)
+}
+
+/// The lanes of an amdgcn wavefront that execute a cross-lane operation together (its
+/// execution mask): as [`converged_lanes`], but a lane that a meeting or a spin-wait may have
+/// let through and that has not looked again since (it still shows as waiting or spinning
+/// there), or that is still leaving a warp meeting that is over, is on its way, not elsewhere. A wavefront runs in lock step: the lanes of one
+/// shuffle are all in the next, which a lane that came out of the last meeting first must not
+/// take for divergence.
+pub fn executing_lanes() -> u64 {
+    lanes_together(true)
+}
+
+/// `on_their_way`: lanes let through a meeting they have not left yet are waited for.
+fn lanes_together(on_their_way: bool) -> u64 {
     let me = thread();
     let (w, lane) = with_team(|t| (me / t.warp, me % t.warp));
     let bit = 1u64 << lane;
     wait_until("activemask (the previous one draining)", |t| {
-        t.warps[w as usize].converged_departed == 0
+        let x = &t.warps[w as usize];
+        x.converged_departed == 0 && x.closed == 0
     });
-    with_team(|t| {
+    let checks_on_arrival = with_team(|t| {
         t.warps[w as usize].converged |= bit;
         t.progress += 1;
+        let base = (w * t.warp) as usize;
+        let lanes = (t.threads as usize - base).min(t.warp as usize);
+        let mut checks = [0u64; 64];
+        checks[..lanes].copy_from_slice(&t.blocked_checks[base..base + lanes]);
+        checks
     });
     wait_until("activemask", |t| {
         let base = w * t.warp;
         let live = t.live_lanes(w);
         let x = &t.warps[w as usize];
-        (0..64u32).filter(|l| live & (1 << l) != 0).all(|l| {
+        if x.closed != 0 {
+            return true;
+        }
+        let together = (0..64u32).filter(|l| live & (1 << l) != 0).all(|l| {
             let thread = (base + l) as usize;
-            x.converged & (1 << l) != 0
-                || t.spinning[thread]
-                || t.waiting[thread].is_some_and(|what| !what.starts_with("activemask"))
-        })
+            let leaving_a_meeting = x.departed != 0 && x.arrived & (1 << l) != 0;
+            // Waiting at a meeting that let it through since this lane arrived is not
+            // waiting: it has not looked again yet.
+            let looked_since = t.blocked_checks[thread] > checks_on_arrival[l as usize];
+            let on_its_way = on_their_way
+                && (!looked_since
+                    || match t.waiting[thread] {
+                        Some(WARP_DRAINING) => true,
+                        Some(WARP_MEETING) => leaving_a_meeting,
+                        _ => false,
+                    });
+            let elsewhere = t.spinning[thread]
+                || t.waiting[thread].is_some_and(|what| !what.starts_with("activemask"));
+            x.converged & (1 << l) != 0 || (elsewhere && !on_its_way)
+        });
+        if together && on_their_way {
+            // One mask for the whole round: the lanes leave one by one, and one that came
+            // late must not widen the mask the first ones left with.
+            let x = &mut t.warps[w as usize];
+            x.closed = x.converged;
+        }
+        together
     });
     with_team(|t| {
         let x = &mut t.warps[w as usize];
-        let mask = x.converged;
+        let mask = if x.closed != 0 { x.closed } else { x.converged };
         x.converged_departed |= bit;
         t.progress += 1;
-        if x.converged_departed == x.converged {
+        if x.converged_departed == mask {
             x.converged = 0;
             x.converged_departed = 0;
+            x.closed = 0;
         }
         mask
     })
@@ -507,7 +564,10 @@ pub fn run_team(
                 CoroutineResult::Yield(Pause::Blocked(_)) => {}
                 CoroutineResult::Yield(Pause::Spinning) => {
                     stuck = false;
-                    with_team(|team| team.spinning[t] = true);
+                    with_team(|team| {
+                        team.spinning[t] = true;
+                        team.blocked_checks[t] += 1;
+                    });
                 }
                 CoroutineResult::Return(()) => {
                     stuck = false;

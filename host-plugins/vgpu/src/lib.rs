@@ -1,16 +1,19 @@
-//! The virtual-GPU plugin: runs a program's nvptx64 device code on the CPU, warp by warp, with
-//! the GPU's execution model, when `RUSTOMP_VGPU=1`.
+//! The virtual-GPU plugins: run a program's nvptx64 or amdgcn device code on the CPU, warp by
+//! warp, with the GPU's execution model, when `RUSTOMP_VGPU=1`. One plugin per GPU family
+//! ([`Family`]: [`Nvptx`], warps of 32, and [`Amdgcn`], wavefronts of 64), each taking its
+//! family's images, so that a program's device 0 is the virtual GPU its images are for.
 //!
-//! `cargo xtask cc --offload-arch=sm_XX` puts the program's real device IR, retargeted to
-//! x86_64, into the program as the section `.rustomp.vgpu` (`build-tools/src/vgpu`). When the
-//! program registers its nvptx image, this plugin finds that section in the file the image
-//! lies in, loads the shared object it holds, and runs its kernels on `librustomp_vgpu.so`
+//! `cargo xtask cc --offload-arch=sm_XX` (or `gfxNNN`) puts the program's real device IR,
+//! retargeted to x86_64, into the program as the section `.rustomp.vgpu` (`.rustomp.vgpu.amdgcn`)
+//! (`build-tools/src/vgpu`). When the program registers its image, the plugin finds that section
+//! in the file the image lies in, loads the shared object it holds, and runs its kernels on
+//! `librustomp_vgpu.so`
 //! (`host-plugins/vgpu-hw`): each team's threads are OS threads, warps meet for shuffles and
 //! votes, barriers are real meetings, and a kernel that does not finish within
 //! `RUSTOMP_VGPU_WATCHDOG` seconds (300 by default) is named and stopped.
 //!
-//! Everything else is the generic GPU layer's, exactly as for CUDA: the image's declared
-//! parameters (read from the cubin), the device environment, the kernel environment and the
+//! Everything else is the generic GPU layer's, exactly as for CUDA and AMDGPU: the image's
+//! declared parameters (read from the cubin or the code object's notes), the device environment, the kernel environment and the
 //! geometry it gives, launch environments and teams-reduction buffers, constructors, the
 //! indirect-call table, the host-call port. The device's memory is host memory that the
 //! program's own copies never alias, so a missing map fails here as it would on a GPU.
@@ -22,15 +25,18 @@ use rustomp_host_plugin::memory_object::MemoryObject;
 use rustomp_plugin::generic::{
     Backend, DeviceInfo, Driver, GenericPlugin, GlobalSymbol, Initializers, KernelLaunch,
 };
-use rustomp_plugin::geometry::{GridValues, NVPTX_GRID_VALUES};
+use rustomp_plugin::geometry::{GridValues, AMDGPU_GRID_VALUES, NVPTX_GRID_VALUES};
 use rustomp_plugin::image::ImageKind;
-use rustomp_plugin::{AllocKind, ErrorKind, OffloadError, Result};
+use rustomp_plugin::{AllocKind, ErrorKind, OffloadError, Plugin, Result};
 use std::ffi::CString;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
-/// The section of a program that holds its virtual-GPU image.
+/// The section of a program that holds its nvptx virtual-GPU image.
 pub const SECTION: &str = ".rustomp.vgpu";
+/// The section that holds its amdgcn virtual-GPU image.
+pub const SECTION_AMDGCN: &str = ".rustomp.vgpu.amdgcn";
 /// The virtual GPU's hardware library, beside this library.
 pub const HARDWARE_LIBRARY: &str = "librustomp_vgpu.so";
 /// The environment variable that turns the plugin on.
@@ -41,7 +47,75 @@ pub fn enabled() -> bool {
     std::env::var(ENABLE).is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
-pub type VgpuPlugin = GenericPlugin<VgpuDriver>;
+/// A GPU family the virtual GPU runs: what of its images it takes, where their retargeted code
+/// lies, and the device it presents (warp size, grid values, clock).
+pub trait Family: Send + Sync + 'static {
+    /// The plugin's name.
+    const NAME: &'static str;
+    /// The arch the device reports.
+    const ARCH: &'static str;
+    /// The image triple's family (`nvptx64`, `amdgcn`).
+    const TRIPLE_PREFIX: &'static str;
+    const SECTION: &'static str;
+    /// How the family's images run their global constructors.
+    const INITIALIZERS: Initializers;
+    const GRID_VALUES: GridValues;
+    /// Ticks per second of the device clock the family's runtime reads.
+    const CLOCK_HZ: u64;
+    /// The `--offload-arch` family a user builds with, for messages.
+    const BUILD_ARCH: &'static str;
+    /// Whether an image of this kind is the family's.
+    fn takes(kind: &ImageKind) -> bool;
+}
+
+/// nvptx64: cubins, warps of 32, `%globaltimer` in nanoseconds.
+pub struct Nvptx;
+impl Family for Nvptx {
+    const NAME: &'static str = "vgpu";
+    const ARCH: &'static str = "sm_90";
+    const TRIPLE_PREFIX: &'static str = "nvptx64";
+    const SECTION: &'static str = SECTION;
+    const INITIALIZERS: Initializers = Initializers::ObjectArray {
+        init_kernel: "nvptx$device$init",
+        fini_kernel: "nvptx$device$fini",
+    };
+    const GRID_VALUES: GridValues = NVPTX_GRID_VALUES;
+    const CLOCK_HZ: u64 = 1_000_000_000;
+    const BUILD_ARCH: &'static str = "sm_XX";
+    fn takes(kind: &ImageKind) -> bool {
+        matches!(kind, ImageKind::Cubin { .. })
+    }
+}
+
+/// amdgcn: code objects, wavefronts of 64, the 100 MHz `s_memrealtime`.
+pub struct Amdgcn;
+impl Family for Amdgcn {
+    const NAME: &'static str = "vgpu-amdgcn";
+    const ARCH: &'static str = "gfx90a";
+    const TRIPLE_PREFIX: &'static str = "amdgcn";
+    const SECTION: &'static str = SECTION_AMDGCN;
+    const INITIALIZERS: Initializers = Initializers::LinkedArray {
+        init_kernel: "amdgcn.device.init",
+        fini_kernel: "amdgcn.device.fini",
+    };
+    const GRID_VALUES: GridValues = AMDGPU_GRID_VALUES;
+    const CLOCK_HZ: u64 = 100_000_000;
+    const BUILD_ARCH: &'static str = "gfxNNN";
+    fn takes(kind: &ImageKind) -> bool {
+        matches!(kind, ImageKind::AmdgpuCodeObject { .. })
+    }
+}
+
+pub type VgpuPlugin = GenericPlugin<VgpuDriver<Nvptx>>;
+pub type VgpuAmdgcnPlugin = GenericPlugin<VgpuDriver<Amdgcn>>;
+
+/// The virtual GPU's plugins, nvptx's first, as the host library and `rustomp-info` list them.
+pub fn plugins() -> Vec<Box<dyn Plugin>> {
+    vec![
+        Box::new(VgpuPlugin::new(VgpuDriver::new())),
+        Box::new(VgpuAmdgcnPlugin::new(VgpuDriver::new())),
+    ]
+}
 
 type LaunchFn = unsafe extern "C" fn(*const VgpuLaunch, *mut c_char, usize) -> i32;
 /// `rustomp_vgpu_host_memory(start, bytes, present)`: host memory the device reaches over the
@@ -55,14 +129,23 @@ pub struct Hardware {
     host_memory: HostMemoryFn,
 }
 
-#[derive(Default)]
-pub struct VgpuDriver {
+pub struct VgpuDriver<F: Family> {
     hardware: std::sync::OnceLock<Hardware>,
+    family: PhantomData<F>,
 }
 
-impl VgpuDriver {
+impl<F: Family> VgpuDriver<F> {
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            hardware: std::sync::OnceLock::new(),
+            family: PhantomData,
+        }
+    }
+}
+
+impl<F: Family> Default for VgpuDriver<F> {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -133,17 +216,16 @@ fn load_hardware() -> std::result::Result<Hardware, String> {
 #[derive(Clone)]
 pub struct Properties;
 
-impl Driver for VgpuDriver {
-    type Device = VgpuDevice;
+impl<F: Family> Driver for VgpuDriver<F> {
+    type Device = VgpuDevice<F>;
     type Properties = Properties;
 
     fn name(&self) -> &'static str {
-        "vgpu"
+        F::NAME
     }
 
     fn accepts(&self, kind: &ImageKind, triple: &str) -> bool {
-        (triple.is_empty() || triple.starts_with("nvptx64"))
-            && matches!(kind, ImageKind::Cubin { .. })
+        (triple.is_empty() || triple.starts_with(F::TRIPLE_PREFIX)) && F::takes(kind)
     }
 
     fn initialize(&self) -> std::result::Result<Vec<Properties>, String> {
@@ -158,16 +240,18 @@ impl Driver for VgpuDriver {
         kind: &ImageKind,
         _arch: &str,
     ) -> std::result::Result<(), String> {
-        match kind {
-            ImageKind::Cubin { .. } => Ok(()),
-            other => Err(format!(
-                "the virtual GPU runs programs' cubins (with their retargeted device code), not a {}",
-                other.label()
-            )),
+        if F::takes(kind) {
+            return Ok(());
         }
+        Err(format!(
+            "the {} virtual GPU runs programs' {} images (with their retargeted device code), not a {}",
+            F::TRIPLE_PREFIX,
+            F::TRIPLE_PREFIX,
+            kind.label()
+        ))
     }
 
-    fn open(&self, _: &Properties, _index: usize) -> Result<VgpuDevice> {
+    fn open(&self, _: &Properties, _index: usize) -> Result<VgpuDevice<F>> {
         let hardware = *self.hardware.get().ok_or_else(|| {
             OffloadError::new(
                 ErrorKind::DeviceUnavailable,
@@ -178,10 +262,8 @@ impl Driver for VgpuDriver {
     }
 }
 
-/// Ticks of `%globaltimer` per second (nanoseconds, as on NVIDIA GPUs).
-const CLOCK_HZ: u64 = 1_000_000_000;
-
-pub struct VgpuDevice {
+pub struct VgpuDevice<F: Family> {
+    family: PhantomData<F>,
     hardware: Hardware,
     runner: std::sync::OnceLock<std::sync::mpsc::Sender<Job>>,
     info: DeviceInfo,
@@ -201,27 +283,28 @@ fn checks_from_environment() -> u32 {
     }
 }
 
-impl VgpuDevice {
+impl<F: Family> VgpuDevice<F> {
     fn new(hardware: Hardware) -> Self {
         let seconds = std::env::var("RUSTOMP_VGPU_WATCHDOG")
             .ok()
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(300);
         Self {
+            family: PhantomData,
             hardware,
             runner: std::sync::OnceLock::new(),
             info: DeviceInfo {
                 name: "rustomp virtual GPU".into(),
-                arch: "sm_90".into(),
+                arch: F::ARCH.into(),
                 // A small GPU: a launch's teams run one after another on the host.
                 grid_values: GridValues {
                     default_teams: 4,
-                    ..NVPTX_GRID_VALUES
+                    ..F::GRID_VALUES
                 },
                 max_block_threads: 1024,
                 max_grid_teams: 65535,
                 hardware_parallelism: 4 * 64,
-                clock_frequency: CLOCK_HZ,
+                clock_frequency: F::CLOCK_HZ,
                 total_memory: 16 << 30,
             },
             stack_bytes: 1 << 20,
@@ -307,7 +390,7 @@ fn section<'a>(bytes: &'a [u8], name: &str) -> std::result::Result<Option<&'a [u
         .map_err(|e| format!("section {name}: {e}"))
 }
 
-impl Backend for VgpuDevice {
+impl<F: Family> Backend for VgpuDevice<F> {
     /// Host memory and a runner thread per device: its allocations and copies never wait for
     /// a running kernel.
     fn waits_for_running_kernels(&self) -> bool {
@@ -320,10 +403,7 @@ impl Backend for VgpuDevice {
     }
     type Module = VgpuModule;
     type Function = VgpuFunction;
-    const INITIALIZERS: Initializers = Initializers::ObjectArray {
-        init_kernel: "nvptx$device$init",
-        fini_kernel: "nvptx$device$fini",
-    };
+    const INITIALIZERS: Initializers = F::INITIALIZERS;
 
     fn info(&self) -> &DeviceInfo {
         &self.info
@@ -389,7 +469,10 @@ impl Backend for VgpuDevice {
         let file = file_holding(bytes.as_ptr()).ok_or_else(|| {
             OffloadError::new(
                 ErrorKind::InvalidImage,
-                "cannot tell which file the nvptx image was registered from",
+                format!(
+                    "cannot tell which file the {} image was registered from",
+                    F::TRIPLE_PREFIX
+                ),
             )
         })?;
         let whole = std::fs::read(&file).map_err(|e| {
@@ -398,7 +481,7 @@ impl Backend for VgpuDevice {
                 format!("cannot read {}: {e}", file.display()),
             )
         })?;
-        let image = section(&whole, SECTION)
+        let image = section(&whole, F::SECTION)
             .map_err(|why| {
                 OffloadError::new(
                     ErrorKind::InvalidImage,
@@ -409,8 +492,10 @@ impl Backend for VgpuDevice {
                 OffloadError::new(
                     ErrorKind::InvalidImage,
                     format!(
-                        "{} has no virtual-GPU image (section {SECTION}): build it with `cargo xtask cc --offload-arch=sm_XX` in one command that compiles and links its sources (RUSTOMP_VGPU_BUILD unset)",
-                        file.display()
+                        "{} has no virtual-GPU image (section {}): build it with `cargo xtask cc --offload-arch={}` in one command that compiles and links its sources (RUSTOMP_VGPU_BUILD unset)",
+                        file.display(),
+                        F::SECTION,
+                        F::BUILD_ARCH
                     ),
                 )
             })?;
@@ -565,7 +650,9 @@ impl Backend for VgpuDevice {
 
     fn describe(&self) -> String {
         format!(
-            "sm_90 device code retargeted to the host; teams run in turn, each team's threads fibers of one OS thread; watchdog {} s; racecheck {}",
+            "{} device code retargeted to the host, warps of {}; teams run in turn, each team's threads fibers of one OS thread; watchdog {} s; racecheck {}",
+            F::ARCH,
+            self.info.grid_values.warp_size,
             self.watchdog_ms / 1000,
             match self.checks {
                 rustomp_abi::VGPU_CHECK_NONE => "off",
@@ -598,7 +685,7 @@ struct Job {
     done: Arc<Done>,
 }
 
-impl VgpuDevice {
+impl<F: Family> VgpuDevice<F> {
     /// The device's runner: one OS thread that runs its launches in turn, so that the fibers'
     /// stacks and the fault handler's alternate stack are made once, not per launch.
     fn runner(&self) -> Result<std::sync::mpsc::Sender<Job>> {
@@ -665,11 +752,20 @@ mod tests {
     }
 
     #[test]
-    fn only_cubins_are_taken() {
-        let d = VgpuDriver::new();
+    fn each_family_takes_its_own_images() {
+        let d = VgpuDriver::<Nvptx>::new();
         assert!(d.accepts(&ImageKind::Cubin { sm: 90 }, ""));
         assert!(d.accepts(&ImageKind::Cubin { sm: 70 }, "nvptx64-nvidia-cuda"));
         assert!(!d.accepts(&ImageKind::HostElf, ""));
         assert!(!d.accepts(&ImageKind::Ptx { sm: None }, ""));
+        let code_object = ImageKind::AmdgpuCodeObject {
+            target: rustomp_plugin::image::TargetId::parse("gfx90a").unwrap(),
+        };
+        assert!(!d.accepts(&code_object, "amdgcn-amd-amdhsa"));
+        let a = VgpuDriver::<Amdgcn>::new();
+        assert!(a.accepts(&code_object, "amdgcn-amd-amdhsa"));
+        assert!(a.accepts(&code_object, ""));
+        assert!(!a.accepts(&ImageKind::Cubin { sm: 90 }, ""));
+        assert!(!a.accepts(&code_object, "nvptx64-nvidia-cuda"));
     }
 }

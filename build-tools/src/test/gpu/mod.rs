@@ -36,6 +36,11 @@ const SUITE_DIR: &str = "target/gpu-suite";
 /// The default target of the suite.
 const DEFAULT_ARCH: &str = "sm_90";
 
+/// Where the amdgcn programs for the virtual GPU are compiled (`amdgcn_on_virtual_gpu`).
+const AMDGCN_SUITE_DIR: &str = "target/gpu-suite-gfx90a";
+/// The AMD GPU the virtual GPU's amdgcn programs are built for.
+const AMDGCN_ARCH: &str = "gfx90a";
+
 /// The suite's `--offload-arch`: `RUSTOMP_GPU_ARCH`, else sm_90.
 fn arch() -> String {
     std::env::var("RUSTOMP_GPU_ARCH")
@@ -122,7 +127,7 @@ pub fn run() -> Result<i32> {
         arch()
     ));
     let dir = at(SUITE_DIR);
-    let (compiled, total) = compile_suite(&dir)?;
+    let (compiled, total, _) = compile_suite(&dir, &arch())?;
     util::step("test --gpu 3/3: run the corpus on the GPU");
     if !driver_present_for(&arch()) {
         let fallback_ok = check_without_driver(&dir, &arch());
@@ -143,7 +148,7 @@ pub fn run() -> Result<i32> {
 /// step of `cargo xtask test` that catches GPU-only faults without a GPU.
 pub fn without_gpu() -> Result<bool> {
     let dir = at(SUITE_DIR);
-    let (compiled, total) = compile_suite(&dir)?;
+    let (compiled, total, _) = compile_suite(&dir, &arch())?;
     if compiled < total {
         println!(
             "gpu suite: {} program(s) did not compile for {} (see above)",
@@ -160,10 +165,31 @@ pub fn without_gpu() -> Result<bool> {
 /// The suite compiled (kept where unchanged) and run on the virtual GPU alone.
 pub fn on_virtual_gpu() -> Result<bool> {
     let dir = at(SUITE_DIR);
-    let (compiled, total) = compile_suite(&dir)?;
+    let (compiled, total, _) = compile_suite(&dir, &arch())?;
     let suite_ok = virtual_gpu::run_suite(&dir, &arch())?;
     let checks_ok = virtual_gpu_checks(&dir)?;
     Ok(suite_ok && checks_ok && compiled == total)
+}
+
+/// The suite built for gfx90a (into its own directory, kept where unchanged) and run on the
+/// virtual GPU with wavefronts of 64: the amdgcn device runtime and clang-22's amdgcn code,
+/// run every day without an AMD GPU. A program that does not compile for gfx90a fails the step
+/// unless `KNOWN_FAILURES` names it (a `vgpu-amdgcn:` line: the compiler's fault).
+pub fn amdgcn_on_virtual_gpu() -> Result<bool> {
+    let dir = at(AMDGCN_SUITE_DIR);
+    let (_, _, failed) = compile_suite(&dir, AMDGCN_ARCH)?;
+    let known = known_failures(&at("tests/programs/KNOWN_FAILURES"), Scope::VirtualAmdgcn);
+    let unknown: Vec<&String> = failed
+        .iter()
+        .filter(|name| !known.iter().any(|(k, _)| k == *name))
+        .collect();
+    for name in &unknown {
+        println!(
+            "    {name}: does not compile for {AMDGCN_ARCH}, and KNOWN_FAILURES does not say why"
+        );
+    }
+    let suite_ok = virtual_gpu::run_suite(&dir, AMDGCN_ARCH)?;
+    Ok(suite_ok && unknown.is_empty())
 }
 
 /// The virtual GPU's own checks (`virtual_gpu::run_checks`), compiled like the suite's
@@ -178,14 +204,19 @@ fn virtual_gpu_checks(dir: &Path) -> Result<bool> {
     util::mkdirs(&logs)?;
     let runtime = runtime_fingerprint();
     let sources = sources(&at(virtual_gpu::CHECKS_SOURCES));
+    let arch = arch();
     let compiled = util::parallel(&sources, JOBS, |src| {
-        (src.clone(), compile_one(src, &bin, &logs, runtime).failure)
+        (
+            src.clone(),
+            compile_one(src, &arch, &bin, &logs, runtime).failure,
+        )
     });
     virtual_gpu::run_checks(dir, &compiled)
 }
 
-/// Phase 1: writes the suite directory; returns (programs compiled, programs).
-fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
+/// Phase 1: writes the suite directory for `arch`; returns (programs compiled, programs, the
+/// file names of those that did not compile).
+fn compile_suite(dir: &Path, arch: &str) -> Result<(usize, usize, Vec<String>)> {
     let bin = dir.join("bin");
     let logs = dir.join("compile-logs");
     for old in [&logs, &dir.join("logs")] {
@@ -230,11 +261,11 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
     println!(
         "gpu suite: compiling {} programs for {} ({JOBS} at a time; unchanged ones are kept; {} host-only ones are not)",
         to_compile.len(),
-        arch(),
+        arch,
         programs.len() - to_compile.len()
     );
     let results = util::parallel(&to_compile, JOBS, |src| {
-        compile_one(src, &bin, &logs, runtime)
+        compile_one(src, arch, &bin, &logs, runtime)
     });
 
     let known = known_failures(&at("tests/programs/KNOWN_FAILURES"), Scope::Gpu);
@@ -250,7 +281,7 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
     }
     util::write(&dir.join("tests.tsv"), manifest)?;
     let run_sh = dir.join("run.sh");
-    util::write(&run_sh, run_script(&arch()))?;
+    util::write(&run_sh, run_script(arch))?;
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&run_sh, std::fs::Permissions::from_mode(0o755))?;
@@ -270,7 +301,7 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
     println!(
         "gpu suite: {compiled} of {} programs compiled for {}",
         results.len(),
-        arch()
+        arch
     );
     if !failures.is_empty() {
         println!("gpu suite: not compiled (logs in {}):", util::show(&logs));
@@ -287,7 +318,8 @@ fn compile_suite(dir: &Path) -> Result<(usize, usize)> {
         util::show(dir),
         size_of_dir(dir) / 1024
     );
-    Ok((compiled, results.len()))
+    let failed = failures.iter().map(|c| c.name.clone()).collect();
+    Ok((compiled, results.len(), failed))
 }
 
 /// One program's line of `tests.tsv`: name, expectation, why it is host-only, why it is a known
@@ -358,7 +390,7 @@ fn runtime_fingerprint() -> u64 {
     fnv1a(hash, &clang)
 }
 
-fn compile_one(src: &Path, bin: &Path, logs: &Path, runtime: u64) -> Compiled {
+fn compile_one(src: &Path, arch: &str, bin: &Path, logs: &Path, runtime: u64) -> Compiled {
     let name = src
         .file_name()
         .unwrap_or_default()
@@ -367,7 +399,7 @@ fn compile_one(src: &Path, bin: &Path, logs: &Path, runtime: u64) -> Compiled {
     let header = parse_header(&std::fs::read_to_string(src).unwrap_or_default());
     let exe = bin.join(stem(src));
     let log = logs.join(format!("{}.log", stem(src)));
-    let mut offload = vec![format!("--offload-arch={}", arch())];
+    let mut offload = vec![format!("--offload-arch={arch}")];
     offload.extend(header.cflags.iter().cloned());
     let mut args = vec!["-O2".to_string()];
     args.extend(offload.iter().cloned());

@@ -32,7 +32,7 @@ pub(super) fn build_image(src: &Path, args: &[String], exe: &Path) {
     let note = missing_note(exe);
     let _ = std::fs::remove_file(&note);
     let why = match crate::vgpu_build::program_build(args) {
-        None => Some("its build is not one that links an nvptx program".to_string()),
+        None => Some("its build is not one that links an nvptx or amdgcn program".to_string()),
         Some(build) => {
             let cxx = crate::test::programs::is_cxx(src);
             crate::vgpu_build::build_for_program(cxx, &build)
@@ -48,13 +48,14 @@ pub(super) fn build_image(src: &Path, args: &[String], exe: &Path) {
 /// Runs every program of the suite that is not host-only on the virtual GPU; returns whether
 /// each passed or is a known failure. Writes `vgpu-results.tsv` (name, verdict, seconds).
 pub fn run_suite(dir: &Path, arch: &str) -> Result<bool> {
-    if !arch.starts_with("sm_") {
-        println!("virtual GPU: runs nvptx programs; {arch} skipped");
-        return Ok(true);
-    }
     let started = Instant::now();
     let programs = runnable_programs(dir);
-    let known = known_failures(&at("tests/programs/KNOWN_FAILURES"), Scope::VirtualGpu);
+    let scope = if arch.starts_with("gfx") {
+        Scope::VirtualAmdgcn
+    } else {
+        Scope::VirtualGpu
+    };
+    let known = known_failures(&at("tests/programs/KNOWN_FAILURES"), scope);
     let logs = dir.join("vgpu-logs");
     util::mkdirs(&logs)?;
     let outcomes = util::parallel(&programs, JOBS, |program| {
@@ -110,7 +111,7 @@ pub fn run_suite(dir: &Path, arch: &str) -> Result<bool> {
             (Some(_), true) => {
                 passed += 1;
                 report.push(format!(
-                    "{name}: passes now; remove its vgpu:/gpu: line from KNOWN_FAILURES"
+                    "{name}: passes now; remove its line from KNOWN_FAILURES"
                 ));
                 text.clone()
             }

@@ -80,11 +80,10 @@ impl Runtime {
             Vec::new()
         } else {
             let mut built_in: Vec<Box<dyn Plugin>> = Vec::new();
-            // RUSTOMP_VGPU=1: nvptx images run on the virtual GPU, before any real one.
+            // RUSTOMP_VGPU=1: nvptx and amdgcn images run on the virtual GPU, before any real
+            // one.
             if rustomp_vgpu_plugin::enabled() {
-                built_in.push(Box::new(rustomp_vgpu_plugin::VgpuPlugin::new(
-                    rustomp_vgpu_plugin::VgpuDriver::new(),
-                )));
+                built_in.extend(rustomp_vgpu_plugin::plugins());
             }
             built_in.extend::<[Box<dyn Plugin>; 3]>([
                 Box::new(rustomp_cuda_plugin::CudaPlugin::new(
