@@ -194,7 +194,18 @@ pub fn build_for_program(cxx: bool, build: &ProgramBuild) -> Result<()> {
         let mut bitcode = Vec::new();
         for (n, source) in build.sources.iter().enumerate() {
             let bc = work.join(format!("{n}.bc"));
-            let mut args = build.rest.clone();
+            // One device output: the image's arch alone (a list would make several).
+            let mut args: Vec<String> = build
+                .rest
+                .iter()
+                .map(|a| {
+                    if a.starts_with("--offload-arch=") {
+                        format!("--offload-arch={}", build.arch)
+                    } else {
+                        a.clone()
+                    }
+                })
+                .collect();
             args.extend([
                 "--offload-device-only".to_string(),
                 "-emit-llvm".into(),
@@ -292,6 +303,8 @@ mod tests {
     fn a_linking_amdgcn_build_is_recognized() {
         let b = program_build(&s(&["--offload-arch=gfx90a,gfx942", "a.c", "-o", "p"])).unwrap();
         assert_eq!((b.family, b.arch.as_str()), (Family::Amdgcn, "gfx90a"));
+        // Wave32 processors: the virtual GPU's wavefronts have 64 lanes.
+        assert_eq!(program_build(&s(&["--offload-arch=gfx1100", "a.c"])), None);
     }
 
     #[test]

@@ -74,7 +74,11 @@ pub fn instrument(ll: &str) -> String {
             function = defined_name(line).unwrap_or_default().to_string();
             spaced_pointers.clear();
         }
-        if let Some((value, ty)) = spaced_pointer_value(line) {
+        if line.starts_with("define ") {
+            for (value, ty) in spaced_pointer_parameters(line) {
+                spaced_pointers.insert(value.to_string(), ty.to_string());
+            }
+        } else if let Some((value, ty)) = spaced_pointer_value(line) {
             spaced_pointers.insert(value.to_string(), ty.to_string());
         }
         if line.starts_with('@') {
@@ -370,8 +374,8 @@ fn indirect_callee(line: &str) -> Option<&str> {
     None
 }
 
-/// `%v = load ptr addrspace(1), ...` (or a `phi`, `select` or `getelementptr` whose result is
-/// such a pointer) -> (`%v`, `ptr addrspace(1)`).
+/// `%v = load ptr addrspace(1), ...` (or a `phi` or `select` whose result is such a pointer)
+/// -> (`%v`, `ptr addrspace(1)`).
 fn spaced_pointer_value(line: &str) -> Option<(&str, &str)> {
     let body = line.trim_start();
     let (value, rest) = body.split_once(" = ")?;
@@ -379,7 +383,7 @@ fn spaced_pointer_value(line: &str) -> Option<(&str, &str)> {
         return None;
     }
     let rest = rest.trim_start_matches("volatile ");
-    let after_op = ["load ", "phi ", "load atomic "]
+    let after_op = ["load atomic ", "load ", "phi "]
         .iter()
         .find_map(|op| rest.strip_prefix(op))
         .or_else(|| {
@@ -392,6 +396,26 @@ fn spaced_pointer_value(line: &str) -> Option<(&str, &str)> {
     let ty = &after_op[..ty_end];
     (ty.starts_with("ptr addrspace(") && !after_op[ty_end..].starts_with(" ("))
         .then_some((value, ty))
+}
+
+/// A definition's parameters of a pointer type with an address space: (`%p`, `ptr
+/// addrspace(1)`) for `ptr addrspace(1) noundef %p`.
+fn spaced_pointer_parameters(define: &str) -> Vec<(&str, &str)> {
+    let Some(open) = define.find('(') else {
+        return Vec::new();
+    };
+    define[open + 1..]
+        .split(", ")
+        .filter_map(|param| {
+            let prefix = "ptr addrspace(";
+            let ty_end = prefix.len() + param.strip_prefix(prefix)?.find(')')? + 1;
+            let name = param[ty_end..]
+                .split_whitespace()
+                .find(|w| w.starts_with('%'))?
+                .trim_end_matches(')');
+            Some((name, &param[..ty_end]))
+        })
+        .collect()
 }
 
 fn is_value_name_char(c: char) -> bool {
@@ -782,6 +806,14 @@ define internal void @worker(ptr %p, ptr addrspace(3) %q, ptr addrspace(5) %l, p
         assert_eq!(
             spaced_pointer_value("  %3 = load ptr, ptr %2, align 8"),
             None
+        );
+        assert_eq!(
+            spaced_pointer_value("  %4 = load atomic ptr addrspace(1), ptr %2 acquire, align 8"),
+            Some(("%4", "ptr addrspace(1)"))
+        );
+        assert_eq!(
+            spaced_pointer_parameters("define void @f(i32 %n, ptr addrspace(1) noundef %fp) #0 {"),
+            vec![("%fp", "ptr addrspace(1)")]
         );
         let out = instrument(
             "define void @f(ptr addrspace(1) %p) {\n  %1 = load ptr addrspace(1), ptr addrspace(1) %p, align 8\n  call void %1()\n  ret void\n}\n",

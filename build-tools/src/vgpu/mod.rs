@@ -11,7 +11,8 @@
 //! `.rustomp.vgpu`. The virtual-GPU plugin (`host-plugins/vgpu`) finds it there when the
 //! program registers its nvptx image, and runs its kernels on `librustomp_vgpu.so`.
 //!
-//! `--offload-arch=gfx90a` (any gfx): each source's device-only bitcode is linked with the
+//! `--offload-arch=gfx90a` (any gfx9 processor: wavefronts of 64; wave32 ones get no image):
+//! each source's device-only bitcode is linked with the
 //! amdgcn device runtime (`libompdevice.a`) by the same LTO link clang-linker-wrapper runs for
 //! the real image (openmp-opt and the indirect-call pass at link time, as there), stopped before
 //! code generation (`--lto-emit-llvm`) and without the AMDGPU backend's LDS packing (an IR
@@ -49,7 +50,8 @@ impl Family {
         let family = |arch: &str| {
             if arch.starts_with("sm_") {
                 Some(Family::Nvptx)
-            } else if arch.starts_with("gfx") {
+            } else if arch.starts_with("gfx9") {
+                // Wave64 processors only: the hardware library's wavefronts have 64 lanes.
                 Some(Family::Amdgcn)
             } else {
                 None

@@ -168,6 +168,9 @@ pub fn retarget(ll: &str) -> Result<String, String> {
                 // `immarg` is for intrinsics only; the calls keep their constant arguments.
                 l = l.replace(" immarg", "");
             }
+            if let Some(why) = narrow_pointer_integer(&l) {
+                return Err(why);
+            }
             if l.contains(" asm ") {
                 let (replaced, declaration) = replace_asm(&l)?;
                 if let Some(d) = declaration {
@@ -187,6 +190,21 @@ pub fn retarget(ll: &str) -> Result<String, String> {
         out.push('\n');
     }
     Ok(out)
+}
+
+/// amdgcn's LDS and private pointers have 32 bits, the host's 64: IR that turns one into a
+/// 32-bit integer (or back) would lose the host address, so such a module is refused by name.
+fn narrow_pointer_integer(line: &str) -> Option<String> {
+    let narrows = ["addrspace(3)", "addrspace(5)"].iter().any(|space| {
+        (line.contains(&format!("ptrtoint ptr {space}")) && line.contains(" to i32"))
+            || (line.contains("inttoptr i32 ") && line.contains(&format!("to ptr {space}")))
+    });
+    narrows.then(|| {
+        format!(
+            "a 32-bit integer of an amdgcn LDS or private pointer, which the host's 64-bit addresses do not fit (`{}`)",
+            line.trim()
+        )
+    })
 }
 
 /// `"key"="value"` removed from an attribute group line.
@@ -403,6 +421,13 @@ mod tests {
         assert!(out.contains("alloca i32, align 4, addrspace(5)"));
         assert!(out.contains("call ptr asm \"\", \"=r,0\"(ptr %0)"), "{out}");
         assert!(out.contains("declare void @__vgpu_amdgcn_s_sleep(i32)"));
+    }
+
+    #[test]
+    fn a_32_bit_lds_pointer_integer_is_refused() {
+        let ll = "  %i = ptrtoint ptr addrspace(3) @x to i32\n";
+        assert!(retarget(ll).unwrap_err().contains("32-bit integer"));
+        assert!(retarget("  %i = ptrtoint ptr addrspace(3) @x to i64\n").is_ok());
     }
 
     #[test]

@@ -94,6 +94,8 @@ impl Family for Amdgcn {
     const ARCH: &'static str = "gfx90a";
     const TRIPLE_PREFIX: &'static str = "amdgcn";
     const SECTION: &'static str = SECTION_AMDGCN;
+    // The kernels the AMDGPU backend would make; a retargeted image has none (it is taken
+    // before code generation) and its constructors ran from `.init_array` when it was loaded.
     const INITIALIZERS: Initializers = Initializers::LinkedArray {
         init_kernel: "amdgcn.device.init",
         fini_kernel: "amdgcn.device.fini",

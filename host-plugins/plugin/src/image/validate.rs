@@ -444,8 +444,9 @@ impl<'a> Elf<'a> {
             // lld sizes PT_PHDR for the segments it planned: an image without code (no
             // executable segment, as clang-22 links an amdgcn image whose kernels are all
             // gone) has one table entry fewer than PT_PHDR covers.
+            let table = self.segments.len() as u64 * PHDR_SIZE;
             if p_type == elf::PT_PHDR
-                && (offset != self.phoff || filesz < self.segments.len() as u64 * PHDR_SIZE)
+                && (offset != self.phoff || (filesz != table && filesz != table + PHDR_SIZE))
             {
                 return Err(format!("{}: describes [{offset:#x}, + {filesz:#x}), not the program header table at e_phoff {:#x}", at(), self.phoff));
             }
