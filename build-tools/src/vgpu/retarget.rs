@@ -192,13 +192,14 @@ pub fn retarget(ll: &str) -> Result<String, String> {
     Ok(out)
 }
 
-/// amdgcn's LDS and private pointers have 32 bits, the host's 64: IR that turns one into a
-/// 32-bit integer (or back) would lose the host address, so such a module is refused by name.
+/// amdgcn's LDS and private pointers have 32 bits, the host's 64: IR that makes one from a
+/// 32-bit integer would lose the host address, so such a module is refused by name. (One
+/// turned into a 32-bit integer keeps its low bits, which is what an alignment test reads:
+/// 65's printf does that.)
 fn narrow_pointer_integer(line: &str) -> Option<String> {
-    let narrows = ["addrspace(3)", "addrspace(5)"].iter().any(|space| {
-        (line.contains(&format!("ptrtoint ptr {space}")) && line.contains(" to i32"))
-            || (line.contains("inttoptr i32 ") && line.contains(&format!("to ptr {space}")))
-    });
+    let narrows = ["addrspace(3)", "addrspace(5)"]
+        .iter()
+        .any(|space| line.contains("inttoptr i32 ") && line.contains(&format!("to ptr {space}")));
     narrows.then(|| {
         format!(
             "a 32-bit integer of an amdgcn LDS or private pointer, which the host's 64-bit addresses do not fit (`{}`)",
@@ -425,9 +426,9 @@ mod tests {
 
     #[test]
     fn a_32_bit_lds_pointer_integer_is_refused() {
-        let ll = "  %i = ptrtoint ptr addrspace(3) @x to i32\n";
+        let ll = "  %p = inttoptr i32 %i to ptr addrspace(5)\n";
         assert!(retarget(ll).unwrap_err().contains("32-bit integer"));
-        assert!(retarget("  %i = ptrtoint ptr addrspace(3) @x to i64\n").is_ok());
+        assert!(retarget("  %i = ptrtoint ptr addrspace(5) %p to i32\n").is_ok());
     }
 
     #[test]

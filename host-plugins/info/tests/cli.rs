@@ -64,10 +64,10 @@ fn lists_host_devices_and_why_gpu_plugins_have_none() {
     ]);
     assert_eq!(
         names(&blocks),
-        ["vgpu", "cuda", "amdgpu", "host", "remote"],
+        ["vgpu", "vgpu-amdgcn", "cuda", "amdgpu", "host", "remote"],
         "{text}"
     );
-    for gpu in &blocks[..3] {
+    for gpu in &blocks[..4] {
         assert_eq!(gpu.devices, None, "{text}");
         assert_eq!(gpu.lines.len(), 1, "{text}");
         let reason = gpu.lines[0]
@@ -78,7 +78,7 @@ fn lists_host_devices_and_why_gpu_plugins_have_none() {
             "the reason names the library: {reason}"
         );
     }
-    let host = &blocks[3];
+    let host = &blocks[4];
     assert_eq!(host.devices, Some(4), "{text}");
     let devices: Vec<&String> = host
         .lines
@@ -125,11 +125,11 @@ fn every_plugin_has_devices_or_a_reason() {
     let (text, blocks) = run(&[]);
     assert_eq!(
         names(&blocks),
-        ["vgpu", "cuda", "amdgpu", "host", "remote"],
+        ["vgpu", "vgpu-amdgcn", "cuda", "amdgpu", "host", "remote"],
         "{text}"
     );
     // Not under mpirun: the remote plugin has no devices and says why.
-    let remote = &blocks[4];
+    let remote = &blocks[5];
     assert_eq!(remote.devices, None, "{text}");
     assert!(
         remote.lines[0].contains("not started by an MPI launcher"),

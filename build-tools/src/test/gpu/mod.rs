@@ -459,10 +459,10 @@ fn compile_one(src: &Path, arch: &str, bin: &Path, logs: &Path, runtime: u64) ->
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         failure_reason(&text)
     });
-    if failure.is_none() {
-        virtual_gpu::build_image(src, &args, &exe);
-    }
-    if failure.is_none() {
+    // A binary without its virtual-GPU image is built again next time (the image's build may
+    // have been fixed since), not kept.
+    let imaged = failure.is_none() && virtual_gpu::build_image(src, &args, &exe);
+    if imaged {
         if let Err(e) = std::fs::write(&key_file, &key) {
             println!("gpu suite: cannot write {}: {e}", key_file.display());
         }

@@ -27,8 +27,8 @@ fn missing_note(exe: &Path) -> PathBuf {
 }
 
 /// After `exe` was compiled from `src` with `args` (a `cc` command line): its virtual-GPU
-/// image, embedded; the reason when it cannot be, kept for the run.
-pub(super) fn build_image(src: &Path, args: &[String], exe: &Path) {
+/// image, embedded; the reason when it cannot be, kept for the run. Returns whether it was.
+pub(super) fn build_image(src: &Path, args: &[String], exe: &Path) -> bool {
     let note = missing_note(exe);
     let _ = std::fs::remove_file(&note);
     let why = match crate::vgpu_build::program_build(args) {
@@ -40,8 +40,12 @@ pub(super) fn build_image(src: &Path, args: &[String], exe: &Path) {
                 .map(|e| e.0)
         }
     };
-    if let Some(why) = why {
-        let _ = std::fs::write(&note, why);
+    match why {
+        Some(why) => {
+            let _ = std::fs::write(&note, why);
+            false
+        }
+        None => true,
     }
 }
 
