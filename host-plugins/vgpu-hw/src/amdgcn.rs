@@ -7,7 +7,7 @@
 //! together; here those are the lanes that reach it together (`team::executing_lanes`): the
 //! others wait elsewhere or have exited.
 
-use crate::registers::{bit, block_index, clock_ns, geometry, lane, thread_index};
+use crate::registers::{bit, block_index, clock_ns, geometry, lane, registers, thread_index};
 use crate::team::{self, Pause};
 use static_assertions::{assert_eq_size, const_assert_eq};
 use std::cell::UnsafeCell;
@@ -65,15 +65,6 @@ pub fn set_dispatch_packet(grid: [u32; 3], block: [u32; 3]) {
             packet.grid_size[axis] = grid[axis].saturating_mul(block[axis]);
         }
     });
-}
-
-macro_rules! registers {
-    ($($name:ident => $value:expr;)*) => {$(
-        #[unsafe(no_mangle)]
-        pub extern "C" fn $name() -> u32 {
-            $value
-        }
-    )*};
 }
 
 registers! {

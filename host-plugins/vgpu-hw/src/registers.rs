@@ -49,6 +49,7 @@ pub(crate) fn lane() -> u32 {
     me % warp
 }
 
+/// Special registers as exported functions of no arguments (nvvm's here, amdgcn's in `amdgcn`).
 macro_rules! registers {
     ($($name:ident => $value:expr;)*) => {$(
         #[unsafe(no_mangle)]
@@ -57,6 +58,7 @@ macro_rules! registers {
         }
     )*};
 }
+pub(crate) use registers;
 
 registers! {
     __vgpu_nvvm_read_ptx_sreg_tid_x => thread_index(0);
