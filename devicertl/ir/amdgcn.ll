@@ -83,6 +83,22 @@ define hidden i32 @__rustomp_grid_size(i32 %dim) #0 {
   ret i32 %size
 }
 
+; Marks for the virtual GPU, as ir/nvptx.ll's: assembly comments, no instruction on a GPU.
+define hidden void @__rustomp_note_lock_acquired(ptr %lock) #4 {
+  call void asm sideeffect "; rustomp-vgpu: lock acquired $0", "v,~{memory}"(ptr %lock)
+  ret void
+}
+
+define hidden void @__rustomp_note_lock_released(ptr %lock) #4 {
+  call void asm sideeffect "; rustomp-vgpu: lock released $0", "v,~{memory}"(ptr %lock)
+  ret void
+}
+
+define hidden void @__rustomp_note_omp_barrier(i32 %entering) #4 {
+  call void asm sideeffect "; rustomp-vgpu: omp barrier $0", "v,~{memory}"(i32 %entering)
+  ret void
+}
+
 declare void @llvm.amdgcn.s.barrier() #2
 declare ptr addrspace(4) @llvm.amdgcn.dispatch.ptr() #3
 
@@ -90,3 +106,4 @@ attributes #0 = { alwaysinline nounwind readnone }
 attributes #1 = { alwaysinline convergent nounwind }
 attributes #2 = { convergent nounwind willreturn }
 attributes #3 = { nounwind readnone speculatable willreturn }
+attributes #4 = { alwaysinline nounwind }

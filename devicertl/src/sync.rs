@@ -90,6 +90,12 @@ pub fn counting_barrier(count: u32) {
     let (lanes, mask) = warp_lanes_in_region(count);
     arch::sync_warp(mask);
     let generation = team.barrier_generation.load(Ordering::Relaxed);
+    // Marks for the virtual GPU's racecheck, which does not see synchronization built from
+    // atomics (on amdgcn only, see `arch`). Their object is the phase's: phases alternate, as a
+    // thread may arrive at the next phase before another has left this one, never at the phase
+    // after that.
+    let phase = team.barrier_generation.as_ptr() as usize + (generation & 1) as usize;
+    arch::note_counting_barrier_arrival(phase);
     // Every lane has read the generation before its warp arrives.
     arch::sync_warp(mask);
     if tid == warp_base {
@@ -106,6 +112,7 @@ pub fn counting_barrier(count: u32) {
         arch::pause();
     }
     arch::team_fence_acquire();
+    arch::note_counting_barrier_departure(phase);
 }
 
 /// The lanes of the calling thread's warp among a region's threads `0..count`: how many, and

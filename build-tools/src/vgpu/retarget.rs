@@ -24,8 +24,9 @@ const X86_64_LAYOUT: &str =
 /// block's text (`fingerprint`), the function that replaces it, and that function's declaration.
 /// A block returning two 32-bit values is not among them: LLVM returns `{ i32, i32 }` in two
 /// registers where a C function's pair comes back in one.
-const KNOWN_ASM: [(u64, &str, &str); 23] = [
-    // The device runtime's marks for the virtual GPU (`devicertl/ir/nvptx.ll`: PTX comments).
+const KNOWN_ASM: [(u64, &str, &str); 26] = [
+    // The device runtime's marks for the virtual GPU (`devicertl/ir/nvptx.ll`: PTX comments;
+    // `devicertl/ir/amdgcn.ll`: the same in amdgcn's comment syntax, after them).
     (
         0x37b3_b88f_f57a_c6c7,
         "__vgpu_ptx_note_lock_acquired",
@@ -38,6 +39,21 @@ const KNOWN_ASM: [(u64, &str, &str); 23] = [
     ),
     (
         0xa3e3_2290_0a8a_a065,
+        "__vgpu_ptx_note_omp_barrier",
+        "declare void @__vgpu_ptx_note_omp_barrier(i32)",
+    ),
+    (
+        0xb51f_558b_8b9b_bec2,
+        "__vgpu_ptx_note_lock_acquired",
+        "declare void @__vgpu_ptx_note_lock_acquired(ptr)",
+    ),
+    (
+        0x2792_b069_32f1_c885,
+        "__vgpu_ptx_note_lock_released",
+        "declare void @__vgpu_ptx_note_lock_released(ptr)",
+    ),
+    (
+        0x15c6_4d19_e325_6a78,
         "__vgpu_ptx_note_omp_barrier",
         "declare void @__vgpu_ptx_note_omp_barrier(i32)",
     ),
@@ -455,6 +471,37 @@ mod tests {
         );
         let print = fingerprint(&unescape(&spaced));
         assert!(KNOWN_ASM.iter().all(|(f, _, _)| *f != print));
+    }
+
+    #[test]
+    fn the_device_runtimes_marks_become_the_hardwares_calls_on_both_families() {
+        for (family, ir) in [
+            ("nvptx", include_str!("../../../devicertl/ir/nvptx.ll")),
+            ("amdgcn", include_str!("../../../devicertl/ir/amdgcn.ll")),
+        ] {
+            let marks: Vec<&str> = ir
+                .lines()
+                .filter(|l| l.contains(" asm ") && l.contains("rustomp-vgpu:"))
+                .collect();
+            assert_eq!(marks.len(), 3, "{family}: {marks:?}");
+            let mut called = Vec::new();
+            for mark in marks {
+                let (line, declaration) = replace_asm(mark)
+                    .unwrap_or_else(|e| panic!("{family}: `{mark}` is not known: {e}"));
+                assert!(!line.contains(" asm "), "{family}: {line}");
+                called.push(declaration.expect("a call").to_string());
+            }
+            called.sort();
+            assert_eq!(
+                called,
+                [
+                    "declare void @__vgpu_ptx_note_lock_acquired(ptr)",
+                    "declare void @__vgpu_ptx_note_lock_released(ptr)",
+                    "declare void @__vgpu_ptx_note_omp_barrier(i32)",
+                ],
+                "{family}"
+            );
+        }
     }
 
     #[test]

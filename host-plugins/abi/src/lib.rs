@@ -493,7 +493,9 @@ pub struct VgpuLaunch {
     pub context: *mut core::ffi::c_void,
     /// What is checked of team memory (`VGPU_CHECK_*`).
     pub checks: u32,
-    pub reserved: u32,
+    /// Whose hardware the image's device code was compiled for (`VGPU_FAMILY_*`): what the
+    /// virtual GPU's reports call its barriers and cross-lane operations.
+    pub family: u32,
     /// The image's team memory (its `__vgpu_shared_layout`), or null: nothing to check.
     pub shared_layout: *const VgpuSharedLayout,
     pub grid: [u32; 3],
@@ -506,7 +508,13 @@ const_assert_eq!(offset_of!(VgpuLaunch, stack_bytes), 16);
 const_assert_eq!(offset_of!(VgpuLaunch, kernel_name), 32);
 const_assert_eq!(offset_of!(VgpuLaunch, context), 48);
 const_assert_eq!(offset_of!(VgpuLaunch, checks), 56);
+const_assert_eq!(offset_of!(VgpuLaunch, family), 60);
 const_assert_eq!(offset_of!(VgpuLaunch, shared_layout), 64);
+
+/// Device code compiled for nvptx64 (`--offload-arch=sm_XX`).
+pub const VGPU_FAMILY_NVPTX: u32 = 0;
+/// Device code compiled for amdgcn (`--offload-arch=gfxNNN`).
+pub const VGPU_FAMILY_AMDGCN: u32 = 1;
 
 /// Team memory is not checked.
 pub const VGPU_CHECK_NONE: u32 = 0;

@@ -183,7 +183,7 @@ mod tests {
         })
     }
 
-    use crate::team::{run_team, thread};
+    use crate::team::{run_team, thread, Family};
     use std::cell::RefCell;
     use std::rc::Rc;
 
@@ -192,7 +192,7 @@ mod tests {
     fn wavefront(threads: u32, body: impl Fn(u32) -> u64 + Clone + 'static) -> Vec<u64> {
         let seen = Rc::new(RefCell::new(vec![u64::MAX; threads as usize]));
         let s = Rc::clone(&seen);
-        run_team(0, 1, threads, 64, 64 << 10, move || {
+        run_team(0, 1, threads, 64, Family::Amdgcn, 64 << 10, move || {
             let v = body(thread());
             s.borrow_mut()[thread() as usize] = v;
         })

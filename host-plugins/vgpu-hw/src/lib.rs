@@ -182,6 +182,7 @@ fn run(launch: &VgpuLaunch, name: &str) -> Result<(), String> {
             launch.blocks,
             launch.threads,
             launch.warp,
+            team::Family::of_launch(launch.family),
             launch.stack_bytes as usize,
             move || {
                 let context = context;

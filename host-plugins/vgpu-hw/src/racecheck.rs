@@ -16,7 +16,9 @@
 //!   are not watched, so a barrier built from them synchronizes nothing here, as for
 //!   compute-sanitizer. OpenMP's locks and critical sections do order their
 //!   threads, as the program means, though the runtime builds them from atomics: the runtime
-//!   marks where a thread took and releases one (`__vgpu_ptx_note_lock_*`).
+//!   marks where a thread took and releases one (`__vgpu_ptx_note_lock_*`). So does its
+//!   counting barrier (atomics and a spin: the barrier of part of a team on amdgcn, where the
+//!   hardware has none), whose phase each thread releases on arriving and takes on leaving.
 //!
 //! Findings are printed when the launch ends, each distinct pair of places once, with the
 //! kernel, team, threads, object and the source lines when the image has them.
@@ -684,7 +686,7 @@ mod tests {
             thread_entry: unused,
             context: core::ptr::null_mut(),
             checks: VGPU_CHECK_FAIL,
-            reserved: 0,
+            family: rustomp_abi::VGPU_FAMILY_NVPTX,
             shared_layout: &layout,
             grid: [1, 1, 1],
             block: [threads, 1, 1],
@@ -699,6 +701,7 @@ mod tests {
                 bodies.len() as u32,
                 threads,
                 32,
+                crate::team::Family::Nvptx,
                 64 << 10,
                 body,
             )

@@ -19,10 +19,73 @@ use std::collections::HashMap;
 /// Why a thread gave the others their turn.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Pause {
-    /// It waits for a meeting; `what` it waits at, for the deadlock report.
-    Blocked(&'static str),
+    /// It waits for a meeting.
+    Blocked(Wait),
     /// A spin-wait's `nanosleep`: it waits for something the scheduler cannot see.
     Spinning,
+}
+
+/// Whose hardware the team's device code was compiled for: the names of its meetings in the
+/// deadlock report.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Family {
+    Nvptx,
+    Amdgcn,
+}
+
+impl Family {
+    /// The launch's `family` (`VGPU_FAMILY_*`).
+    pub fn of_launch(family: u32) -> Family {
+        if family == rustomp_abi::VGPU_FAMILY_AMDGCN {
+            Family::Amdgcn
+        } else {
+            Family::Nvptx
+        }
+    }
+}
+
+/// The meeting a blocked thread waits at.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Wait {
+    TeamBarrier,
+    /// `barrier.sync id, count` (nvptx).
+    NamedBarrier,
+    /// An mbarrier's phase (nvptx).
+    Mbarrier,
+    /// To enter a warp meeting while the previous one drains.
+    WarpDraining,
+    /// For the other lanes of a warp meeting.
+    WarpMeeting,
+    /// To ask which lanes run together while the previous answer drains.
+    LanesDraining,
+    /// For the lanes that run together (nvptx `activemask`, an amdgcn execution mask).
+    LanesTogether,
+}
+
+impl Wait {
+    /// The meeting as the family's programmers know it.
+    fn describe(self, family: Family) -> &'static str {
+        match (self, family) {
+            (Wait::TeamBarrier, Family::Nvptx) => "the team barrier (bar.sync 0)",
+            (Wait::TeamBarrier, Family::Amdgcn) => "the workgroup barrier (s_barrier)",
+            (Wait::NamedBarrier, _) => "a named barrier (barrier.sync with a count)",
+            (Wait::Mbarrier, _) => "an mbarrier",
+            (Wait::WarpDraining, Family::Nvptx) => "a warp operation (the previous one draining)",
+            (Wait::WarpDraining, Family::Amdgcn) => {
+                "a wavefront operation (the previous one draining)"
+            }
+            (Wait::WarpMeeting, Family::Nvptx) => "a warp operation (shfl, vote, bar.warp.sync)",
+            (Wait::WarpMeeting, Family::Amdgcn) => {
+                "a wavefront operation (ds_bpermute, ballot, readfirstlane, wave_barrier)"
+            }
+            (Wait::LanesDraining, Family::Nvptx) => "activemask (the previous one draining)",
+            (Wait::LanesDraining, Family::Amdgcn) => {
+                "a cross-lane operation's execution mask (the previous one draining)"
+            }
+            (Wait::LanesTogether, Family::Nvptx) => "activemask",
+            (Wait::LanesTogether, Family::Amdgcn) => "a cross-lane operation's execution mask",
+        }
+    }
 }
 
 /// A barrier's state: arrivals in the current phase and the phase's number.
@@ -65,6 +128,7 @@ pub struct TeamState {
     pub blocks: u32,
     pub threads: u32,
     pub warp: u32,
+    family: Family,
     exited: Vec<bool>,
     live: u32,
     team_barrier: Meeting,
@@ -76,7 +140,7 @@ pub struct TeamState {
     /// Bumped by every arrival, departure and exit: a pass of the scheduler that leaves it
     /// unchanged while every thread waits at a meeting is a deadlock.
     progress: u64,
-    waiting: Vec<Option<&'static str>>,
+    waiting: Vec<Option<Wait>>,
     /// How often each thread found its wait not over (a meeting's, or a spin-wait's): a thread
     /// that waits may have been let through since it last looked, until it looks again.
     blocked_checks: Vec<u64>,
@@ -94,12 +158,13 @@ pub struct TeamState {
 }
 
 impl TeamState {
-    fn new(block: u32, blocks: u32, threads: u32, warp: u32) -> Self {
+    fn new(block: u32, blocks: u32, threads: u32, warp: u32, family: Family) -> Self {
         TeamState {
             block,
             blocks,
             threads,
             warp,
+            family,
             exited: vec![false; threads as usize],
             live: threads,
             team_barrier: Meeting::default(),
@@ -253,7 +318,7 @@ pub fn pause(why: Pause) {
 }
 
 /// Waits (letting the others run) until `ready` holds.
-fn wait_until(what: &'static str, mut ready: impl FnMut(&mut TeamState) -> bool) {
+fn wait_until(what: Wait, mut ready: impl FnMut(&mut TeamState) -> bool) {
     let me = thread() as usize;
     loop {
         if with_team(|t| ready(t)) {
@@ -280,7 +345,7 @@ pub fn team_barrier() {
         }
         phase
     });
-    wait_until("the team barrier (bar.sync 0)", |t| {
+    wait_until(Wait::TeamBarrier, |t| {
         t.team_barrier.generation != generation
     });
 }
@@ -317,9 +382,7 @@ pub fn named_barrier(id: u32, count: u32) {
         );
         (phase, whole_team)
     });
-    wait_until("a named barrier (barrier.sync with a count)", |t| {
-        t.named[id].generation != generation
-    });
+    wait_until(Wait::NamedBarrier, |t| t.named[id].generation != generation);
     if !whole_team {
         racecheck::depart(racecheck::Meeting::Named(id as u32, generation));
     }
@@ -371,7 +434,7 @@ pub fn mbarrier_arrive_and_wait(address: usize) {
         );
         crate::__vgpu_trap();
     };
-    wait_until("an mbarrier", |t| {
+    wait_until(Wait::Mbarrier, |t| {
         t.mbarriers
             .get(&address)
             .is_none_or(|(_, m)| m.generation != generation)
@@ -380,11 +443,6 @@ pub fn mbarrier_arrive_and_wait(address: usize) {
         racecheck::depart(racecheck::Meeting::Mbarrier(address, generation));
     }
 }
-
-/// Where a lane waits to enter a warp meeting while the previous one drains.
-const WARP_DRAINING: &str = "a warp operation (the previous one draining)";
-/// Where a lane waits for the other lanes of a warp meeting.
-const WARP_MEETING: &str = "a warp operation (shfl, vote, bar.warp.sync)";
 
 /// The lanes of `mask` in the caller's warp meet; each gets every lane's `value` (lanes that
 /// did not take part read as their old value). Returns the values and the lanes that met.
@@ -398,7 +456,7 @@ fn exchange(mask: u64, value: u32, orders_memory: bool) -> ([u32; 64], u64) {
     let (w, lane) = with_team(|t| (me / t.warp, me % t.warp));
     let bit = 1u64 << lane;
     // A meeting still draining (a lane has left, others not yet) must end first.
-    wait_until(WARP_DRAINING, |t| t.warps[w as usize].departed == 0);
+    wait_until(Wait::WarpDraining, |t| t.warps[w as usize].departed == 0);
     with_team(|t| {
         let x = &mut t.warps[w as usize];
         x.values[lane as usize] = value;
@@ -408,7 +466,7 @@ fn exchange(mask: u64, value: u32, orders_memory: bool) -> ([u32; 64], u64) {
     if orders_memory {
         racecheck::arrive(racecheck::Meeting::Warp(w));
     }
-    wait_until(WARP_MEETING, |t| {
+    wait_until(Wait::WarpMeeting, |t| {
         let need = (mask | bit) & t.live_lanes(w);
         t.warps[w as usize].arrived & need == need
     });
@@ -468,7 +526,7 @@ fn lanes_together(on_their_way: bool) -> u64 {
     let me = thread();
     let (w, lane) = with_team(|t| (me / t.warp, me % t.warp));
     let bit = 1u64 << lane;
-    wait_until("activemask (the previous one draining)", |t| {
+    wait_until(Wait::LanesDraining, |t| {
         let x = &t.warps[w as usize];
         x.converged_departed == 0 && x.closed == 0
     });
@@ -481,7 +539,7 @@ fn lanes_together(on_their_way: bool) -> u64 {
         checks[..lanes].copy_from_slice(&t.blocked_checks[base..base + lanes]);
         checks
     });
-    wait_until("activemask", |t| {
+    wait_until(Wait::LanesTogether, |t| {
         let base = w * t.warp;
         let live = t.live_lanes(w);
         let x = &t.warps[w as usize];
@@ -497,12 +555,13 @@ fn lanes_together(on_their_way: bool) -> u64 {
             let on_its_way = on_their_way
                 && (!looked_since
                     || match t.waiting[thread] {
-                        Some(WARP_DRAINING) => true,
-                        Some(WARP_MEETING) => leaving_a_meeting,
+                        Some(Wait::WarpDraining) => true,
+                        Some(Wait::WarpMeeting) => leaving_a_meeting,
                         _ => false,
                     });
             let elsewhere = t.spinning[thread]
-                || t.waiting[thread].is_some_and(|what| !what.starts_with("activemask"));
+                || t.waiting[thread]
+                    .is_some_and(|what| !matches!(what, Wait::LanesDraining | Wait::LanesTogether));
             x.converged & (1 << l) != 0 || (elsewhere && !on_its_way)
         });
         if together && on_their_way {
@@ -534,10 +593,11 @@ pub fn run_team(
     blocks: u32,
     threads: u32,
     warp: u32,
+    family: Family,
     stack_bytes: usize,
     body: impl Fn() + Clone + 'static,
 ) -> Result<(), String> {
-    TEAM.with(|t| *t.borrow_mut() = Some(TeamState::new(block, blocks, threads, warp)));
+    TEAM.with(|t| *t.borrow_mut() = Some(TeamState::new(block, blocks, threads, warp, family)));
     let mut fibers: Vec<Option<Coroutine<(), Pause, ()>>> = (0..threads)
         .map(|_| {
             let stack = pooled_stack(stack_bytes);
@@ -609,7 +669,7 @@ fn deadlock_report(t: &mut TeamState) -> String {
             "have returned from the kernel".to_string()
         } else {
             match t.waiting[thread as usize] {
-                Some(what) => format!("wait at {what}"),
+                Some(what) => format!("wait at {}", what.describe(t.family)),
                 None => "are elsewhere".to_string(),
             }
         };
@@ -622,8 +682,12 @@ fn deadlock_report(t: &mut TeamState) -> String {
         .iter()
         .map(|(place, list)| format!("threads {} {place}", ranges(list)))
         .collect();
+    let lanes_meet_at = match t.family {
+        Family::Nvptx => "warp",
+        Family::Amdgcn => "wavefront",
+    };
     format!(
-        "team {} of {}: no thread can go on (a barrier or warp operation that not all the threads it counts reach): {}",
+        "team {} of {}: no thread can go on (a barrier or {lanes_meet_at} operation that not all the threads it counts reach): {}",
         t.block,
         t.blocks,
         parts.join("; ")
@@ -657,7 +721,7 @@ mod tests {
     use std::rc::Rc;
 
     fn run(threads: u32, body: impl Fn() + Clone + 'static) -> Result<(), String> {
-        run_team(0, 1, threads, 32, 64 << 10, body)
+        run_team(0, 1, threads, 32, Family::Nvptx, 64 << 10, body)
     }
 
     #[test]
@@ -706,6 +770,27 @@ mod tests {
             err.contains("threads 32-63 wait at a named barrier"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_deadlock_is_reported_in_the_familys_words() {
+        // amdgcn code cannot build this deadlock (its workgroup barrier counts arrivals, and
+        // its cross-lane operations take the lanes that reach them): the team's report of a
+        // barrier half the team waits at names it as amdgcn's, not as PTX.
+        let err = run_team(0, 1, 64, 64, Family::Amdgcn, 64 << 10, || {
+            if thread() < 32 {
+                team_barrier();
+            } else {
+                named_barrier(1, 64);
+            }
+        })
+        .unwrap_err();
+        assert!(err.contains("a barrier or wavefront operation"), "{err}");
+        assert!(
+            err.contains("threads 0-31 wait at the workgroup barrier (s_barrier)"),
+            "{err}"
+        );
+        assert!(!err.contains("bar.sync 0"), "{err}");
     }
 
     #[test]

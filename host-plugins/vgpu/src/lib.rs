@@ -64,6 +64,8 @@ pub trait Family: Send + Sync + 'static {
     const CLOCK_HZ: u64;
     /// The `--offload-arch` family a user builds with, for messages.
     const BUILD_ARCH: &'static str;
+    /// The launch's `family` (`VGPU_FAMILY_*`): how the virtual GPU names its meetings.
+    const HARDWARE: u32;
     /// Whether an image of this kind is the family's.
     fn takes(kind: &ImageKind) -> bool;
 }
@@ -82,6 +84,7 @@ impl Family for Nvptx {
     const GRID_VALUES: GridValues = NVPTX_GRID_VALUES;
     const CLOCK_HZ: u64 = 1_000_000_000;
     const BUILD_ARCH: &'static str = "sm_XX";
+    const HARDWARE: u32 = rustomp_abi::VGPU_FAMILY_NVPTX;
     fn takes(kind: &ImageKind) -> bool {
         matches!(kind, ImageKind::Cubin { .. })
     }
@@ -103,6 +106,7 @@ impl Family for Amdgcn {
     const GRID_VALUES: GridValues = AMDGPU_GRID_VALUES;
     const CLOCK_HZ: u64 = 100_000_000;
     const BUILD_ARCH: &'static str = "gfxNNN";
+    const HARDWARE: u32 = rustomp_abi::VGPU_FAMILY_AMDGCN;
     fn takes(kind: &ImageKind) -> bool {
         matches!(kind, ImageKind::AmdgpuCodeObject { .. })
     }
@@ -596,7 +600,7 @@ impl<F: Family> Backend for VgpuDevice<F> {
             thread_entry: run_thread,
             context: &context as *const Call as *mut c_void,
             checks: self.checks,
-            reserved: 0,
+            family: F::HARDWARE,
             shared_layout: function.shared_layout,
             grid: launch.blocks,
             block: launch.threads,

@@ -364,13 +364,17 @@ unsafe extern "C" {
     pub fn malloc(size: usize) -> *mut u8;
     pub fn free(ptr: *mut u8);
 }
-/// Marks for the virtual GPU (nvptx only): nothing here.
+/// Marks for the virtual GPU (device code only): nothing here.
 #[inline(always)]
 pub fn note_lock_acquired(_lock: usize) {}
 #[inline(always)]
 pub fn note_lock_released(_lock: usize) {}
 #[inline(always)]
 pub fn note_omp_barrier(_entering: bool) {}
+#[inline(always)]
+pub fn note_counting_barrier_arrival(_phase: usize) {}
+#[inline(always)]
+pub fn note_counting_barrier_departure(_phase: usize) {}
 
 /// One step of a spin-wait: emulated threads outnumber the cores, so let the others run.
 pub fn pause() {
