@@ -14,7 +14,7 @@
 #include <stdio.h>
 int main(void) {
   int out = -1;
-#pragma omp target teams num_teams(1) thread_limit(64) map(tofrom: out)
+#pragma omp target teams num_teams(1) thread_limit(128) map(tofrom: out)
   {
     int shared_x = 0;
 #pragma omp parallel num_threads(64)

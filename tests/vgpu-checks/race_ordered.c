@@ -7,7 +7,7 @@
 #include <stdlib.h>
 int main(void) {
   int out = -1, counted = -1, locked = -1;
-#pragma omp target teams num_teams(2) thread_limit(64) map(tofrom: out, counted, locked)
+#pragma omp target teams num_teams(2) thread_limit(128) map(tofrom: out, counted, locked)
   {
     int shared_x = 0, count = 0, by_lock = 0;
     omp_lock_t lock;

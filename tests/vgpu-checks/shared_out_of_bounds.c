@@ -11,7 +11,7 @@ int main(int argc, char **argv) {
   (void)argv;
   int past = 8 + (argc > 100); // not a compile-time constant
   int out = -1;
-#pragma omp target teams num_teams(1) thread_limit(32) map(tofrom: out) firstprivate(past)
+#pragma omp target teams num_teams(1) thread_limit(128) map(tofrom: out) firstprivate(past)
   {
     int a[8];
     for (int i = 0; i < 8; i++) a[i] = i;

@@ -18,7 +18,10 @@
 //!   `retarget` turns into `__vgpu_ptx_note_omp_barrier(entering)`); the mark gets the site of
 //!   the barrier (`__vgpu_omp_barrier(entering, site)`), so synccheck can name a barrier some
 //!   threads reach from an OpenMP barrier and others from elsewhere (a barrier in divergent
-//!   code). Its lock marks (`__vgpu_ptx_note_lock_*`) go to the hardware as they are.
+//!   code). Where the link left a call of `__kmpc_barrier` (amdgcn's does not inline it), the
+//!   mark inside has no source line: the call gets `__vgpu_omp_barrier_call(site)` before it,
+//!   whose site the mark takes. Its lock marks (`__vgpu_ptx_note_lock_*`) go to the hardware
+//!   as they are.
 //! - `site` is a constant naming the place: its function, and its file, line and column when
 //!   the image has debug lines (`!dbg`).
 //! - Every `addrspace(3)` global the module defines goes into the section `vgpu_shared`,
@@ -54,6 +57,7 @@ declare void @__vgpu_shared_access(ptr, i64, i32, ptr)
 declare void @__vgpu_shared_access_as3(ptr addrspace(3), i64, i32, ptr)
 declare void @__vgpu_indirect_call(ptr, ptr)
 declare void @__vgpu_omp_barrier(i32, ptr)
+declare void @__vgpu_omp_barrier_call(ptr)
 declare void @__vgpu_host_atomic(ptr, ptr)
 declare void @__vgpu_host_atomic_as1(ptr addrspace(1), ptr)
 ";
@@ -116,6 +120,15 @@ pub fn instrument(ll: &str) -> String {
                 );
                 continue;
             }
+            if let Some(location) = barrier_call(line).and_then(|d| metadata.location(d)) {
+                // A call the link left (amdgcn's does not inline `__kmpc_barrier`): its mark
+                // inside the runtime has no source line, the call has.
+                let site = state.site(&function, Some(location));
+                let _ = writeln!(
+                    out,
+                    "  call void @__vgpu_omp_barrier_call(ptr @__vgpu_site.{site})"
+                );
+            }
             if let Some(pointer) = atomic_target(line) {
                 let site = state.site(&function, dbg_of(line).and_then(|d| metadata.location(d)));
                 let callee = if pointer.starts_with("ptr addrspace(1) ") {
@@ -149,6 +162,16 @@ pub fn instrument(ll: &str) -> String {
     out.push_str(DECLARATIONS);
     out.push_str(&state.constants);
     out
+}
+
+/// The `!dbg` of a call of `__kmpc_barrier` (an OpenMP barrier the link did not inline).
+/// (`call void @__kmpc_barrier(ptr @1, i32 %0)`; amdgcn's link makes it internal:
+/// `tail call fastcc void @__kmpc_barrier()`.)
+fn barrier_call(line: &str) -> Option<u32> {
+    let before = &line[..line.find("@__kmpc_barrier(")?];
+    let mut words = before.split_whitespace();
+    let is_call = words.any(|w| w == "call") && before.trim_end().ends_with(" void");
+    is_call.then(|| dbg_of(line)).flatten()
 }
 
 /// `@name` of a `define` line.
@@ -846,6 +869,31 @@ define internal void @worker(ptr %p, ptr addrspace(3) %q, ptr addrspace(5) %l, p
             "{out}"
         );
         assert!(out.contains("i32 7, i32 1 }"), "{out}");
+    }
+
+    #[test]
+    fn a_barrier_call_left_by_the_link_names_its_source_line() {
+        let out = instrument(
+            "define void @k() {\n  tail call void @__kmpc_barrier(ptr @1, i32 0), !dbg !10\n  call void @__kmpc_barrier(ptr @1, i32 0)\n  call fastcc void @__kmpc_barrier(), !dbg !10\n  ret void\n}\n\
+             !3 = !DIFile(filename: \"b.c\", directory: \"/\")\n\
+             !5 = distinct !DISubprogram(name: \"f\", scope: !3, file: !3)\n\
+             !10 = !DILocation(line: 9, column: 3, scope: !5)\n",
+        );
+        assert!(
+            out.contains("  call void @__vgpu_omp_barrier_call(ptr @__vgpu_site.0)\n  tail call void @__kmpc_barrier(ptr @1, i32 0), !dbg !10\n"),
+            "{out}"
+        );
+        // Without a source line there is nothing to add to the mark's own site.
+        assert_eq!(
+            out.matches("@__vgpu_omp_barrier_call(ptr @").count(),
+            2,
+            "{out}"
+        );
+        assert!(
+            out.contains("  call void @__vgpu_omp_barrier_call(ptr @__vgpu_site.0)\n  call fastcc void @__kmpc_barrier(), !dbg !10\n"),
+            "{out}"
+        );
+        assert!(out.contains("i32 9, i32 3 }"), "{out}");
     }
 
     #[test]

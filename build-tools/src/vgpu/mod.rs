@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 /// Changes whenever retargeting or linking changes what an image holds (the GPU suite's
 /// compile cache keys on it, so its binaries get new images).
-pub const IMAGE_VERSION: u32 = 7;
+pub const IMAGE_VERSION: u32 = 8;
 
 /// The GPU family whose device code an image retargets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -148,6 +148,9 @@ pub struct TeamState {
     spinning: Vec<bool>,
     /// Per thread, the site of the OpenMP barrier (`__kmpc_barrier`) it is in, or null.
     omp_barrier: Vec<*const VgpuAccessSite>,
+    /// Per thread, the site of the call of `__kmpc_barrier` it is making (where the image
+    /// calls it rather than inlining it), or null: the barrier's site, not the runtime's.
+    barrier_call: Vec<*const VgpuAccessSite>,
     /// The threads that arrived in the team barrier's current phase, each with the OpenMP
     /// barrier it came from (null: another barrier), and those that returned from the kernel
     /// meanwhile.
@@ -185,6 +188,7 @@ impl TeamState {
             blocked_checks: vec![0; threads as usize],
             spinning: vec![false; threads as usize],
             omp_barrier: vec![core::ptr::null(); threads as usize],
+            barrier_call: vec![core::ptr::null(); threads as usize],
             arrivals: Vec::new(),
             returned_in_phase: Vec::new(),
             divergence: None,
@@ -359,12 +363,24 @@ pub fn team_barrier() {
 pub unsafe extern "C" fn __vgpu_omp_barrier(entering: i32, site: *const VgpuAccessSite) {
     let me = thread() as usize;
     with_team(|t| {
-        t.omp_barrier[me] = if entering != 0 {
-            site
-        } else {
-            core::ptr::null()
+        let called_from = core::mem::replace(&mut t.barrier_call[me], core::ptr::null());
+        t.omp_barrier[me] = match entering {
+            0 => core::ptr::null(),
+            _ if !called_from.is_null() => called_from,
+            _ => site,
         };
     });
+}
+
+/// Before a call of `__kmpc_barrier` that the image did not inline: the call's site, which the
+/// barrier's mark inside the runtime (whose code has no source lines) takes as its own.
+///
+/// # Safety
+/// `site` is the image's site constant.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __vgpu_omp_barrier_call(site: *const VgpuAccessSite) {
+    let me = thread() as usize;
+    with_team(|t| t.barrier_call[me] = site);
 }
 
 /// `barrier.sync id, count`: `count` threads.

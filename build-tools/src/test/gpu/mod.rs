@@ -158,7 +158,7 @@ pub fn without_gpu() -> Result<bool> {
     }
     let fake_ok = against_fake_driver(&dir, &arch())?;
     let virtual_ok = virtual_gpu::run_suite(&dir, &arch())?;
-    let checks_ok = virtual_gpu_checks(&dir)?;
+    let checks_ok = virtual_gpu_checks(&dir, &arch())?;
     Ok(fake_ok && virtual_ok && checks_ok && compiled == total)
 }
 
@@ -167,7 +167,7 @@ pub fn on_virtual_gpu() -> Result<bool> {
     let dir = at(SUITE_DIR);
     let (compiled, total, _) = compile_suite(&dir, &arch())?;
     let suite_ok = virtual_gpu::run_suite(&dir, &arch())?;
-    let checks_ok = virtual_gpu_checks(&dir)?;
+    let checks_ok = virtual_gpu_checks(&dir, &arch())?;
     Ok(suite_ok && checks_ok && compiled == total)
 }
 
@@ -189,13 +189,16 @@ pub fn amdgcn_on_virtual_gpu() -> Result<bool> {
         );
     }
     let suite_ok = virtual_gpu::run_suite(&dir, AMDGCN_ARCH)?;
-    Ok(suite_ok && unknown.is_empty())
+    let checks_ok = virtual_gpu_checks(&dir, AMDGCN_ARCH)?;
+    Ok(suite_ok && checks_ok && unknown.is_empty())
 }
 
-/// The virtual GPU's own checks (`virtual_gpu::run_checks`), compiled like the suite's
-/// programs (kept where unchanged) and run; nothing for an AMD suite.
-fn virtual_gpu_checks(dir: &Path) -> Result<bool> {
-    if !arch().starts_with("sm_") {
+/// The virtual GPU's own checks (`virtual_gpu::run_checks`), compiled for `arch` like the
+/// suite's programs (kept where unchanged) and run; nothing for an arch the virtual GPU does
+/// not run. Their generic kernels ask `thread_limit(128)`: the main thread takes a warp of it
+/// on sm_90 and a wavefront on gfx90a, and the region's threads must be left either way.
+fn virtual_gpu_checks(dir: &Path, arch: &str) -> Result<bool> {
+    if crate::vgpu::Family::of_archs(arch).is_none() {
         return Ok(true);
     }
     let bin = dir.join(virtual_gpu::CHECKS_DIR);
@@ -204,14 +207,13 @@ fn virtual_gpu_checks(dir: &Path) -> Result<bool> {
     util::mkdirs(&logs)?;
     let runtime = runtime_fingerprint();
     let sources = sources(&at(virtual_gpu::CHECKS_SOURCES));
-    let arch = arch();
     let compiled = util::parallel(&sources, JOBS, |src| {
         (
             src.clone(),
-            compile_one(src, &arch, &bin, &logs, runtime).failure,
+            compile_one(src, arch, &bin, &logs, runtime).failure,
         )
     });
-    virtual_gpu::run_checks(dir, &compiled)
+    virtual_gpu::run_checks(dir, arch, &compiled)
 }
 
 /// Phase 1: writes the suite directory for `arch`; returns (programs compiled, programs, the

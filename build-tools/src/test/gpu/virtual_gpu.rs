@@ -173,12 +173,16 @@ fn environment(dir: &Path, header_env: &[(String, String)]) -> Vec<(String, Stri
 
 /// The virtual GPU's own checks, `tests/vgpu-checks`: programs with a planted fault that only
 /// the virtual GPU can name (a race and an out-of-bounds access in team memory, a call through
-/// a host pointer, a barrier in divergent code), each compiled for sm_90 as the suite's are and
+/// a host pointer, a barrier in divergent code), each compiled for `arch` as the suite's are and
 /// run here with its header's expectations (the report's words), and a negative control that
 /// must run clean. They are not GPU-suite programs: on a GPU their faults are undefined.
 /// `compiled`: each program's source and why it did not compile, if it did not (into
 /// `dir/vgpu-checks`, by the suite's compile).
-pub(super) fn run_checks(dir: &Path, compiled: &[(PathBuf, Option<String>)]) -> Result<bool> {
+pub(super) fn run_checks(
+    dir: &Path,
+    arch: &str,
+    compiled: &[(PathBuf, Option<String>)],
+) -> Result<bool> {
     let bin = dir.join(CHECKS_DIR);
     let logs = dir.join(CHECKS_LOGS);
     let outcomes = util::parallel(compiled, JOBS, |(src, _)| {
@@ -196,7 +200,7 @@ pub(super) fn run_checks(dir: &Path, compiled: &[(PathBuf, Option<String>)]) -> 
     });
     let mut ok = true;
     println!(
-        "virtual GPU checks ({} programs with planted faults and a control):",
+        "virtual GPU checks, {arch} ({} programs with planted faults and a control):",
         compiled.len()
     );
     for ((src, failure), (passed, text)) in compiled.iter().zip(&outcomes) {
