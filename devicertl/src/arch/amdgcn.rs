@@ -41,9 +41,6 @@ unsafe extern "C" {
     fn __rustomp_team_fence_acquire();
     fn __rustomp_workgroup_size(dim: u32) -> u32;
     fn __rustomp_grid_size(dim: u32) -> u32;
-    fn __rustomp_note_lock_acquired(lock: *const u8);
-    fn __rustomp_note_lock_released(lock: *const u8);
-    fn __rustomp_note_omp_barrier(entering: i32);
 }
 
 // SAFETY (all wrappers below): the work-item registers, the dispatch packet (always present
@@ -225,39 +222,18 @@ pub fn pause() {
     unsafe { s_sleep(1) }
 }
 
-/// The calling thread took the lock (or critical section, or barrier phase) at address `lock`:
-/// a mark for the virtual GPU's racecheck (an assembly comment, no instruction; `ir/amdgcn.ll`).
-#[inline(always)]
-pub fn note_lock_acquired(lock: usize) {
-    // SAFETY: an asm comment; only the address is passed.
-    unsafe { __rustomp_note_lock_acquired(lock as *const u8) }
-}
-/// The calling thread is about to release the lock at `lock` (a mark, as above).
-#[inline(always)]
-pub fn note_lock_released(lock: usize) {
-    // SAFETY: as above.
-    unsafe { __rustomp_note_lock_released(lock as *const u8) }
-}
-/// The calling thread enters (`true`) or leaves an OpenMP barrier: a mark for the virtual GPU's
-/// synccheck (as above).
-#[inline(always)]
-pub fn note_omp_barrier(entering: bool) {
-    // SAFETY: as above.
-    unsafe { __rustomp_note_omp_barrier(entering as i32) }
-}
-
 /// The calling thread arrives at the counting barrier's `phase` (`sync::counting_barrier`):
 /// what it did before is ordered before what every thread of the phase does after it. amdgcn
 /// has no hardware barrier for part of a workgroup, so this is how an OpenMP barrier of a
 /// region on part of a team meets, and racecheck must see it.
 #[inline(always)]
 pub fn note_counting_barrier_arrival(phase: usize) {
-    note_lock_released(phase);
+    super::vgpu_marks::note_lock_released(phase);
 }
 /// It leaves the phase: what every thread did before arriving is ordered before its present.
 #[inline(always)]
 pub fn note_counting_barrier_departure(phase: usize) {
-    note_lock_acquired(phase);
+    super::vgpu_marks::note_lock_acquired(phase);
 }
 
 /// Team memory the runtime reads or writes plainly where another thread may touch it: the host

@@ -23,6 +23,11 @@ pub use amdgcn::*;
 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 pub use core::sync::atomic::fence;
 
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+mod vgpu_marks;
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+pub use vgpu_marks::*;
+
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub mod host;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]

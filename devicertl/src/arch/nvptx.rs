@@ -52,9 +52,6 @@ unsafe extern "C" {
     fn __rustomp_team_fence_release();
     fn __rustomp_team_fence_acquire();
     fn __rustomp_pause();
-    fn __rustomp_note_lock_acquired(lock: *const u8);
-    fn __rustomp_note_lock_released(lock: *const u8);
-    fn __rustomp_note_omp_barrier(entering: i32);
 }
 
 // SAFETY (all wrappers below): the PTX special registers and warp intrinsics have no
@@ -282,27 +279,6 @@ unsafe extern "C" {
 pub fn pause() {
     // SAFETY: see above.
     unsafe { __rustomp_pause() }
-}
-
-/// The calling thread took the lock (or critical section) at address `lock`: a mark for the virtual
-/// GPU's racecheck (a PTX comment, no instruction here; see `ir/nvptx.ll`).
-#[inline(always)]
-pub fn note_lock_acquired(lock: usize) {
-    // SAFETY: an asm comment; only the address is passed.
-    unsafe { __rustomp_note_lock_acquired(lock as *const u8) }
-}
-/// The calling thread is about to release the lock at `lock` (a mark, as above).
-#[inline(always)]
-pub fn note_lock_released(lock: usize) {
-    // SAFETY: as above.
-    unsafe { __rustomp_note_lock_released(lock as *const u8) }
-}
-/// The calling thread enters (`true`) or leaves an OpenMP barrier: a mark for the virtual GPU's
-/// synccheck (as above).
-#[inline(always)]
-pub fn note_omp_barrier(entering: bool) {
-    // SAFETY: as above.
-    unsafe { __rustomp_note_omp_barrier(entering as i32) }
 }
 
 /// The counting barrier (below sm_80) is not marked: compute-sanitizer's racecheck does not see

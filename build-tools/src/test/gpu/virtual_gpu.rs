@@ -52,17 +52,16 @@ pub(super) fn build_image(src: &Path, args: &[String], exe: &Path) -> bool {
 /// Runs every program of the suite that is not host-only on the virtual GPU; returns whether
 /// each passed or is a known failure. Writes `vgpu-results.tsv` (name, verdict, seconds).
 pub fn run_suite(dir: &Path, arch: &str) -> Result<bool> {
-    if !(arch.starts_with("sm_") || arch.starts_with("gfx9")) {
-        println!("virtual GPU: runs nvptx and wave64 amdgcn (gfx9) programs; {arch} skipped");
-        return Ok(true);
-    }
+    let scope = match crate::vgpu::Family::of_archs(arch) {
+        Some(crate::vgpu::Family::Nvptx) => Scope::VirtualGpu,
+        Some(crate::vgpu::Family::Amdgcn) => Scope::VirtualAmdgcn,
+        None => {
+            println!("virtual GPU: runs nvptx and wave64 amdgcn (gfx9) programs; {arch} skipped");
+            return Ok(true);
+        }
+    };
     let started = Instant::now();
     let programs = runnable_programs(dir);
-    let scope = if arch.starts_with("gfx") {
-        Scope::VirtualAmdgcn
-    } else {
-        Scope::VirtualGpu
-    };
     let known = known_failures(&at("tests/programs/KNOWN_FAILURES"), scope);
     let logs = dir.join("vgpu-logs");
     util::mkdirs(&logs)?;
